@@ -1,0 +1,67 @@
+// The one error catalogue: every service code the gateway can answer with, its default HTTP
+// status and its title. Every throw site names a code from here; the docs are checked against
+// this table by test/errors/catalogue.test.ts.
+
+export interface CatalogueEntry {
+  readonly status: number;
+  readonly title: string;
+}
+
+export const CATALOGUE = {
+  1000: { status: 401, title: 'User Error' },
+  1001: { status: 401, title: 'Authentication Failed' },
+  1002: { status: 403, title: 'Permission Denied' },
+  1003: { status: 402, title: 'Insufficient Balance' },
+  1004: { status: 429, title: 'Rate Limit Exceeded' },
+  1005: { status: 429, title: 'Quota Exceeded' },
+  2000: { status: 400, title: 'Input Validation Failed' },
+  2001: { status: 400, title: 'Parameter Validation Failed' },
+  2002: { status: 400, title: 'Required Parameter Missing' },
+  2003: { status: 400, title: 'Invalid Parameter Value' },
+  2004: { status: 400, title: 'Parameter Combination Conflict' },
+  2005: { status: 404, title: 'Resource Not Found' },
+  2100: { status: 400, title: 'File Validation Failed' },
+  2101: { status: 400, title: 'File Size Exceeded' },
+  2102: { status: 400, title: 'Unsupported File Format' },
+  2103: { status: 400, title: 'File Content Error' },
+  3000: { status: 500, title: 'Upstream Service Error' },
+  3001: { status: 500, title: 'Upstream Service Unavailable' },
+  3002: { status: 500, title: 'Upstream Service Request Failed' },
+  3003: { status: 500, title: 'Upstream Service Response Error' },
+  3004: { status: 500, title: 'Upstream Service Timeout' },
+  3005: { status: 500, title: 'Upstream Service Execution Failed' },
+  4000: { status: 500, title: 'System Error' },
+  4001: { status: 500, title: 'Service Temporarily Unavailable' },
+  4002: { status: 500, title: 'Internal Operation Failed' },
+  4003: { status: 500, title: 'Internal Dependency Unavailable' },
+  4004: { status: 500, title: 'Internal Dependency Failed' },
+  4005: { status: 500, title: 'Configuration Error' },
+  4008: { status: 500, title: 'Task Execution Timeout' },
+} as const satisfies Record<number, CatalogueEntry>;
+
+export type ErrorCode = keyof typeof CATALOGUE;
+
+// Where the spec shows an HTTP status but no service code ("not shown"), the gateway answers
+// with the category's base code and the precise HTTP status. Listed here so that every throw
+// site uses the same pair, and the README's decision table is checked against it.
+export const HTTP_ONLY = {
+  notFound: { code: 2005, status: 404, title: 'Resource Not Found' },
+  methodNotAllowed: { code: 2000, status: 405, title: 'Method Not Allowed' },
+  conflict: { code: 2000, status: 409, title: 'Conflict' },
+  locked: { code: 2000, status: 423, title: 'Resource Locked' },
+  legal: { code: 1000, status: 451, title: 'Unavailable For Legal Reasons' },
+  payloadTooLarge: { code: 2100, status: 413, title: 'Request Body Too Large' },
+  unsupportedMediaType: { code: 2001, status: 415, title: 'Unsupported Media Type' },
+} as const satisfies Record<string, { code: ErrorCode; status: number; title: string }>;
+
+export function entryFor(code: number): CatalogueEntry {
+  const entry = (CATALOGUE as Record<number, CatalogueEntry>)[code];
+  if (entry) return entry;
+  // Unknown codes fall back to their category's x000 base code, as the spec prescribes.
+  const base = Math.floor(code / 1000) * 1000;
+  return (CATALOGUE as Record<number, CatalogueEntry>)[base] ?? CATALOGUE[4000];
+}
+
+export function isErrorCode(code: number): code is ErrorCode {
+  return Object.prototype.hasOwnProperty.call(CATALOGUE, code);
+}
