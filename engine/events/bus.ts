@@ -1,0 +1,43 @@
+// The engine's event bus: services publish domain events (task.*, balance.low); subscribers
+// (the webhook dispatcher) turn them into durable work. Publishing awaits every subscriber, so
+// once publish() returns, whatever they stored is stored: durability lives in the stores the
+// subscribers write to, not in the bus.
+import { prefixedId } from '../util/ids.ts';
+import { isoNow, type Clock } from '../util/clock.ts';
+
+export type EventType = 'task.created' | 'task.succeeded' | 'task.failed' | 'balance.low';
+export const EVENT_TYPES: readonly EventType[] = ['task.created', 'task.succeeded', 'task.failed', 'balance.low'];
+
+/** The envelope of the spec ("Events"), plus the owning tenant (never sent to receivers). */
+export interface GatewayEvent {
+  id: string; // evt_...
+  type: EventType;
+  created_at: string;
+  data: Record<string, unknown>;
+  tenant_id: string;
+}
+
+export type EventHandler = (event: GatewayEvent) => Promise<void> | void;
+
+export class EventBus {
+  private readonly handlers: EventHandler[] = [];
+  private readonly clock: Clock;
+  constructor(clock: Clock) {
+    this.clock = clock;
+  }
+
+  subscribe(handler: EventHandler): void {
+    this.handlers.push(handler);
+  }
+
+  /** Build an envelope (evt_ id, created_at now) and publish it. */
+  async emit(tenantId: string, type: EventType, data: Record<string, unknown>, idPrefix = 'evt_'): Promise<GatewayEvent> {
+    const event: GatewayEvent = { id: prefixedId(idPrefix), type, created_at: isoNow(this.clock), data, tenant_id: tenantId };
+    await this.publish(event);
+    return event;
+  }
+
+  async publish(event: GatewayEvent): Promise<void> {
+    for (const h of this.handlers) await h(event);
+  }
+}

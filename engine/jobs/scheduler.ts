@@ -1,0 +1,58 @@
+// The job-scheduling port: "run this named job with this payload after a delay". Upstream
+// submits and polls, safety-net timeouts and webhook attempts all go through it, so that in
+// Redis mode they are durable jobs (BullMQ) that survive a crash, and in memory mode plain timers.
+export interface JobScheduler {
+  /**
+   * Run the handler of `queue` with `payload` after `delayMs`. `jobId` makes scheduling
+   * idempotent: while a job with that id is waiting, scheduling it again is a no-op.
+   */
+  schedule(queue: string, jobId: string, payload: Record<string, unknown>, delayMs: number): Promise<void>;
+  /** Register the one handler of a queue. A handler that throws is logged, never retried silently. */
+  handle(queue: string, handler: JobHandler): void;
+  /** Stop running jobs (timers cleared / workers closed). */
+  close(): Promise<void>;
+}
+
+export type JobHandler = (payload: Record<string, unknown>) => Promise<void>;
+
+export type JobErrorReporter = (queue: string, jobId: string, err: unknown) => void;
+
+/** In-process scheduler for the embedded (memory) mode. Jobs die with the process. */
+export class MemoryJobScheduler implements JobScheduler {
+  private readonly handlers = new Map<string, JobHandler>();
+  private readonly pending = new Map<string, NodeJS.Timeout>();
+  private readonly running = new Set<Promise<void>>();
+  private closed = false;
+  private readonly onError: JobErrorReporter;
+
+  constructor(onError: JobErrorReporter = () => {}) {
+    this.onError = onError;
+  }
+
+  handle(queue: string, handler: JobHandler): void {
+    this.handlers.set(queue, handler);
+  }
+
+  async schedule(queue: string, jobId: string, payload: Record<string, unknown>, delayMs: number): Promise<void> {
+    if (this.closed) return;
+    const key = `${queue}:${jobId}`;
+    if (this.pending.has(key)) return;
+    const timer = setTimeout(() => {
+      this.pending.delete(key);
+      const handler = this.handlers.get(queue);
+      if (!handler) return this.onError(queue, jobId, new Error(`no handler for queue ${queue}`));
+      const run = handler(payload)
+        .catch((err) => this.onError(queue, jobId, err))
+        .finally(() => this.running.delete(run));
+      this.running.add(run);
+    }, Math.max(0, delayMs));
+    this.pending.set(key, timer);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const t of this.pending.values()) clearTimeout(t);
+    this.pending.clear();
+    await Promise.allSettled([...this.running]);
+  }
+}
