@@ -50,7 +50,7 @@ export const HTTP_ONLY = {
   conflict: { code: 2000, status: 409, title: 'Conflict' },
   locked: { code: 2000, status: 423, title: 'Resource Locked' },
   legal: { code: 1000, status: 451, title: 'Unavailable For Legal Reasons' },
-  payloadTooLarge: { code: 2100, status: 413, title: 'Request Body Too Large' },
+  payloadTooLarge: { code: 2101, status: 413, title: 'Request Body Too Large' },
   unsupportedMediaType: { code: 2001, status: 415, title: 'Unsupported Media Type' },
 } as const satisfies Record<string, { code: ErrorCode; status: number; title: string }>;
 

@@ -1,0 +1,93 @@
+// Operator commands as a client of the admin API (GATEWAY_ADMIN_TOKEN, GATEWAY_URL).
+import { parseArgs } from 'node:util';
+
+export const ADMIN_USAGE = `
+  tenant create --name NAME [--requires-live]
+  tenant list
+  key create --tenant TENANT_ID [--scopes '*'|vendor:create,...] [--mode live|test] [--ttl SECONDS] [--name NAME]
+  key list --tenant TENANT_ID
+  key revoke KEY_ID
+  wallet topup --tenant TENANT_ID --credits 100.00
+  wallet show --tenant TENANT_ID
+  (operator commands call the admin API: GATEWAY_URL, default http://127.0.0.1:$PORT or :8080,
+   authenticated with GATEWAY_ADMIN_TOKEN)`;
+
+export async function adminCommand(noun: string, args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' }, tenant: { type: 'string' }, scopes: { type: 'string' }, mode: { type: 'string' },
+      ttl: { type: 'string' }, credits: { type: 'string' }, 'requires-live': { type: 'boolean' }, url: { type: 'string' },
+    },
+  });
+  const verb = positionals[0];
+  const base = (values.url ?? process.env.GATEWAY_URL ?? `http://127.0.0.1:${process.env.PORT || 8080}`).replace(/\/+$/, '');
+  const token = process.env.GATEWAY_ADMIN_TOKEN;
+  if (!token) {
+    console.error('set GATEWAY_ADMIN_TOKEN to the gateway\'s admin token');
+    return 2;
+  }
+  const need = (v: string | undefined, flag: string): string => {
+    if (!v) throw new UsageError(`missing --${flag}`);
+    return v;
+  };
+  let method = 'GET';
+  let path: string;
+  let body: unknown;
+  try {
+    switch (`${noun} ${verb}`) {
+      case 'tenant create':
+        method = 'POST';
+        path = '/tenants';
+        body = { name: need(values.name, 'name'), ...(values['requires-live'] ? { requires_live: true } : {}) };
+        break;
+      case 'tenant list':
+        path = '/tenants';
+        break;
+      case 'key create':
+        method = 'POST';
+        path = `/tenants/${need(values.tenant, 'tenant')}/keys`;
+        body = {
+          ...(values.name ? { name: values.name } : {}),
+          ...(values.scopes ? { scopes: values.scopes.split(',').map((s) => s.trim()) } : {}),
+          ...(values.mode ? { mode: values.mode } : {}),
+          ...(values.ttl ? { ttl_seconds: Number(values.ttl) } : {}),
+        };
+        break;
+      case 'key list':
+        path = `/tenants/${need(values.tenant, 'tenant')}/keys`;
+        break;
+      case 'key revoke':
+        method = 'DELETE';
+        path = `/keys/${need(positionals[1], 'KEY_ID (positional)')}`;
+        break;
+      case 'wallet topup':
+        method = 'POST';
+        path = `/tenants/${need(values.tenant, 'tenant')}/wallet/topups`;
+        body = { credits: need(values.credits, 'credits') };
+        break;
+      case 'wallet show':
+        path = `/tenants/${need(values.tenant, 'tenant')}/wallet`;
+        break;
+      default:
+        throw new UsageError(`unknown command "${noun} ${verb ?? ''}"${ADMIN_USAGE}`);
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(err.message);
+      return 2;
+    }
+    throw err;
+  }
+  const res = await fetch(`${base}/admin/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  (res.ok ? console.log : console.error)(text ? JSON.stringify(JSON.parse(text), null, 2) : `HTTP ${res.status}`);
+  return res.ok ? 0 : 1;
+}
+
+class UsageError extends Error {}

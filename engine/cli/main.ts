@@ -1,0 +1,77 @@
+#!/usr/bin/env node
+// The `gateway` command. `serve` runs the gateway in the foreground (logs to stdout, SIGTERM
+// drains and stops). The operator commands are clients of the admin API, so they work the
+// same whatever the store: they need GATEWAY_ADMIN_TOKEN and the gateway's URL.
+import { parseArgs } from 'node:util';
+import { resolve } from 'node:path';
+import { loadConfigFile } from '../config/load-config.ts';
+import { formatProblem, LoadError } from '../config/yaml-source.ts';
+import { startGateway } from '../gateway.ts';
+import { adminCommand, ADMIN_USAGE } from './admin-client.ts';
+import { checkCommand } from './check.ts';
+
+const USAGE = `usage: gateway <command> [options]
+
+  serve [--config config.yaml]          run the gateway in the foreground
+  check [--config config.yaml]          validate the config and every descriptor, then exit
+${ADMIN_USAGE}
+Config: --config, else GATEWAY_CONFIG, else ./config.yaml. PORT overrides the listen port.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return serve(rest);
+    case 'check':
+      return checkCommand(rest);
+    case 'tenant':
+    case 'key':
+    case 'wallet':
+      return adminCommand(command, rest);
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      console.log(USAGE);
+      return command === undefined ? 2 : 0;
+    default:
+      console.error(`unknown command "${command}"\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+export function configPath(values: { config?: string }): string {
+  return resolve(values.config ?? process.env.GATEWAY_CONFIG ?? 'config.yaml');
+}
+
+async function serve(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { config: { type: 'string' }, role: { type: 'string', default: 'all' } } });
+  let gateway;
+  try {
+    gateway = await startGateway(loadConfigFile(configPath(values)));
+  } catch (err) {
+    if (err instanceof LoadError) {
+      for (const p of err.problems) console.error(formatProblem(p));
+      console.error(`gateway: ${err.problems.length} problem(s); not started`);
+      return 1;
+    }
+    throw err;
+  }
+  await new Promise<void>((done) => {
+    const stop = (signal: string) => {
+      gateway.logger.info({ signal }, 'shutting down');
+      gateway.close().then(done, done);
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  },
+);

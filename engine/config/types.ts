@@ -1,0 +1,27 @@
+// The validated shape of config.yaml (schemas/config.schema.json is the source of truth).
+export interface GatewayConfig {
+  server: {
+    host: string;
+    port: number;
+    body_limit_bytes: number;
+    media_body_limit_bytes: number;
+    shutdown_grace_ms: number;
+    trust_proxy: boolean;
+  };
+  store: { kind: 'memory' | 'redis'; redis_url: string; key_prefix: string };
+  sandbox: { enabled: boolean; demo_api_key?: string; demo_credits: string; queued_ms: number; running_ms: number };
+  admin: { token: string };
+  timing: { scale: number; poll_error_limit: number };
+  billing: Record<string, unknown>;
+  limits: Record<string, unknown>;
+  webhooks: Record<string, unknown>;
+  log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  vendors: { dir: string; disabled: string[] };
+  upstreams: Record<string, UpstreamConfig>;
+}
+
+export interface UpstreamConfig {
+  base_url?: string;
+  credentials?: Record<string, string>;
+  timeout_ms?: number;
+}

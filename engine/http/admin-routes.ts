@@ -1,0 +1,73 @@
+// The operator's admin API (bearer admin token from GATEWAY_ADMIN_TOKEN): tenants, API keys.
+// The CLI (engine/cli) is a client of this API, so it works the same on memory and Redis.
+import express, { type Router } from 'express';
+import type { Ajv2020 } from 'ajv/dist/2020.js';
+import { compileRequestValidator } from '../validation/request-validator.ts';
+import { SCHEMA_BASE } from '../validation/ajv.ts';
+import type { TenantService } from '../tenants/service.ts';
+import type { ApiKeyRecord } from '../tenants/types.ts';
+import { requireAdminToken } from './auth.ts';
+
+export interface AdminDeps {
+  token: string;
+  tenants: TenantService;
+  ajv: Ajv2020;
+  /** Further admin routes (billing, webhooks) mounted by their owners on the same router. */
+  extend?: (router: Router) => void;
+}
+
+const SCOPE = { type: 'string', pattern: '^(\\*|[a-z_][a-z0-9_]*):?(\\*|create|read)?$' };
+
+export function adminRouter(deps: AdminDeps): Router {
+  const router = express.Router();
+  router.use(requireAdminToken(deps.token), express.json({ limit: 64 * 1024 }));
+  const v = (name: string, schema: object) => compileRequestValidator(deps.ajv, `${SCHEMA_BASE}/admin/${name}.json`, schema);
+
+  const createTenant = v('create-tenant', {
+    type: 'object', additionalProperties: false, required: ['name'],
+    properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, requires_live: { type: 'boolean' } },
+  });
+  const createKey = v('create-key', {
+    type: 'object', additionalProperties: false,
+    properties: {
+      name: { type: 'string', maxLength: 200 },
+      scopes: { type: 'array', minItems: 1, items: SCOPE },
+      mode: { enum: ['live', 'test'] },
+      expires_at: { type: 'string', format: 'date-time' },
+      ttl_seconds: { type: 'integer', minimum: 1 },
+    },
+    not: { required: ['expires_at', 'ttl_seconds'] },
+  });
+
+  router.post('/tenants', async (req, res) => {
+    const body = await createTenant(req.body ?? {});
+    res.status(201).json(await deps.tenants.createTenant(body as { name: string; requires_live?: boolean }));
+  });
+  router.get('/tenants', async (_req, res) => {
+    res.json({ data: await deps.tenants.listTenants() });
+  });
+  router.get('/tenants/:id', async (req, res) => {
+    res.json(await deps.tenants.getTenant(req.params.id));
+  });
+  router.post('/tenants/:id/keys', async (req, res) => {
+    const body = (await createKey(req.body ?? {})) as { name?: string; scopes?: string[]; mode?: 'live' | 'test'; expires_at?: string; ttl_seconds?: number };
+    const expires_at = body.ttl_seconds ? new Date(Date.now() + body.ttl_seconds * 1000).toISOString() : body.expires_at;
+    const { key, record } = await deps.tenants.issueKey(req.params.id, { ...body, expires_at });
+    res.status(201).json({ ...publicKey(record), key });
+  });
+  router.get('/tenants/:id/keys', async (req, res) => {
+    await deps.tenants.getTenant(req.params.id);
+    res.json({ data: (await deps.tenants.listKeys(req.params.id)).map(publicKey) });
+  });
+  router.delete('/keys/:id', async (req, res) => {
+    res.json(publicKey(await deps.tenants.revokeKey(req.params.id)));
+  });
+  deps.extend?.(router);
+  return router;
+}
+
+/** A key as the API shows it: never the hash, never the secret. */
+export function publicKey(k: ApiKeyRecord): Omit<ApiKeyRecord, 'hash'> {
+  const { hash: _hash, ...rest } = k;
+  return rest;
+}

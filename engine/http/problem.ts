@@ -1,0 +1,79 @@
+// The one place that renders errors: RFC 9457 `application/problem+json` with the service
+// code (`error_code`, and `type` ending in `#<code>`), the occurrence (`instance`, `trace_id`)
+// and the JSON pointers of invalid fields. No stack trace or upstream body reaches a client.
+import type { ErrorRequestHandler, Response } from 'express';
+import type { Logger } from 'pino';
+import { HTTP_ONLY } from '../errors/catalogue.ts';
+import { GatewayError } from '../errors/gateway-error.ts';
+import { isoNow, systemClock } from '../util/clock.ts';
+
+export const PROBLEM_TYPE_BASE = 'https://model-gateway.dev/docs/errors';
+
+export function problemBody(err: GatewayError, instance: string, traceId: string | undefined): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    type: `${PROBLEM_TYPE_BASE}#${err.code}`,
+    title: err.title,
+    status: err.status,
+    error_code: err.code,
+    detail: err.detail,
+    instance,
+  };
+  if (traceId) body.trace_id = traceId;
+  if (err.errors.length) body.errors = err.errors.map((e) => ({ pointer: e.pointer, detail: e.detail, ...(e.code ? { code: e.code } : {}) }));
+  return body;
+}
+
+export function sendProblem(res: Response, err: GatewayError): void {
+  const trace = res.locals.trace as { traceId: string } | undefined;
+  for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+  res.status(err.status).type('application/problem+json').send(JSON.stringify(problemBody(err, res.req.originalUrl.split('?')[0]!, trace?.traceId)));
+}
+
+/**
+ * Video model A answers a validation failure with a task_info-shaped body instead (status
+ * `failed`, `error` {code, title, detail}). No task exists, so `id` is null; the problem's
+ * `errors` list rides along for the pointers.
+ */
+export function sendTaskInfoValidationError(res: Response, err: GatewayError): void {
+  const now = isoNow(systemClock);
+  const trace = res.locals.trace as { traceId: string } | undefined;
+  res.status(err.status).json({
+    task_info: { id: null, status: 'failed', created_at: now, updated_at: now, error: err.toTaskError() },
+    error: { title: err.title, error_code: err.code, detail: err.detail },
+    ...(err.errors.length ? { errors: err.errors } : {}),
+    ...(trace ? { trace_id: trace.traceId } : {}),
+  });
+}
+
+/** Translate what express and body-parser throw into GatewayErrors; anything unknown is 4002. */
+export function toGatewayError(err: unknown, logger: Logger): GatewayError {
+  if (err instanceof GatewayError) return err;
+  const e = err as { type?: string; status?: number; limit?: number; message?: string };
+  switch (e.type) {
+    case 'entity.parse.failed':
+      return new GatewayError(2001, `Malformed JSON in the request body: ${e.message ?? 'parse error'}.`, { errors: [{ pointer: '', detail: 'is not valid JSON' }] });
+    case 'entity.too.large': {
+      const h = HTTP_ONLY.payloadTooLarge;
+      return new GatewayError(h.code, `The request body exceeds this endpoint's limit of ${e.limit} bytes.`, { status: h.status, title: h.title });
+    }
+    case 'encoding.unsupported':
+    case 'charset.unsupported': {
+      const h = HTTP_ONLY.unsupportedMediaType;
+      return new GatewayError(h.code, e.message ?? 'Unsupported request encoding.', { status: h.status, title: h.title });
+    }
+    case 'request.aborted':
+      return new GatewayError(2000, 'The request was aborted by the client.');
+  }
+  logger.error({ err }, 'unhandled error');
+  return new GatewayError(4002, 'An internal operation failed. Quote the trace id when reporting it.');
+}
+
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, _req, res, _next) => {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    sendProblem(res, toGatewayError(err, logger));
+  };
+}

@@ -1,0 +1,76 @@
+// HTTP handlers compiled from descriptor route plans: POST creates a task, GET <path>/{task_id}
+// reads one. Handlers only translate HTTP to the task lifecycle and back.
+import type { Express, Request, Response } from 'express';
+import { GatewayError } from '../errors/gateway-error.ts';
+import type { AsyncRoutePlan, StatusRoutePlan, VendorPlan } from '../descriptors/compile.ts';
+import type { TaskLifecycle } from '../tasks/lifecycle.ts';
+import type { TaskStore } from '../tasks/store.ts';
+import { taskInfo, taskResponse } from '../tasks/task.ts';
+import { isUuid } from '../util/ids.ts';
+import type { TenantService } from '../tenants/service.ts';
+import { requireApiKey } from './auth.ts';
+import { jsonBody } from './body.ts';
+import { authOf, requireScope } from './context.ts';
+import { sendTaskInfoValidationError } from './problem.ts';
+import { traceOf } from './traceparent.ts';
+
+export interface TaskRouteDeps {
+  tenants: TenantService;
+  lifecycle: TaskLifecycle;
+  tasks: TaskStore;
+}
+
+/** Registers every route of every vendor; returns path → methods, for 405 answers. */
+export function mountTaskRoutes(app: Express, vendors: readonly VendorPlan[], deps: TaskRouteDeps): Map<string, Set<string>> {
+  const auth = requireApiKey(deps.tenants);
+  const methods = new Map<string, Set<string>>();
+  const add = (path: string, method: string) => methods.set(path, (methods.get(path) ?? new Set()).add(method));
+
+  for (const vendor of vendors) {
+    for (const route of vendor.routes) {
+      if (route.kind === 'async') {
+        app.post(route.path, ...jsonBody(route.maxBodyBytes), auth, createHandler(route, deps));
+        add(route.path, 'POST');
+        app.get(`${route.path}/:task_id`, auth, readHandler(route, new Set([route.key]), deps));
+        add(`${route.path}/:task_id`, 'GET');
+      } else {
+        app.get(`${route.path}/:task_id`, auth, readHandler(route, route.tasksOf, deps));
+        add(`${route.path}/:task_id`, 'GET');
+      }
+    }
+  }
+  return methods;
+}
+
+function createHandler(route: AsyncRoutePlan, deps: TaskRouteDeps) {
+  return async (req: Request, res: Response): Promise<void> => {
+    res.locals.routeKey = route.key;
+    const auth = authOf(res);
+    requireScope(auth, route.vendor, 'create');
+    let request: Record<string, unknown>;
+    try {
+      request = await route.validate(req.body);
+    } catch (err) {
+      if (err instanceof GatewayError && route.validationShape === 'task_info' && err.status === 400) return sendTaskInfoValidationError(res, err);
+      throw err;
+    }
+    const task = await deps.lifecycle.create(route, auth.tenantId, request, traceOf(res).traceparent);
+    res.status(route.successStatus).json({ task_info: taskInfo(task) });
+  };
+}
+
+function readHandler(route: AsyncRoutePlan | StatusRoutePlan, routes: ReadonlySet<string>, deps: TaskRouteDeps) {
+  return async (req: Request, res: Response): Promise<void> => {
+    res.locals.routeKey = route.key;
+    const auth = authOf(res);
+    requireScope(auth, route.vendor, 'read');
+    const id = String(req.params.task_id);
+    if (!isUuid(id)) {
+      throw new GatewayError(2001, `task_id must be a UUID; got ${JSON.stringify(id.slice(0, 64))}.`, { errors: [{ pointer: '/task_id', detail: 'must be a UUID' }] });
+    }
+    const task = await deps.tasks.get(id);
+    // Another tenant's task, or one created on another route, does not exist for this caller.
+    if (!task || task.tenant_id !== auth.tenantId || !routes.has(task.route)) throw new GatewayError(2005, `No task ${id}.`);
+    res.status(200).json(taskResponse(task));
+  };
+}

@@ -1,0 +1,177 @@
+// The sandbox: a real HTTP server that plays every vendor's upstream by replaying that
+// vendor's fixtures, so a new user sees tasks go pending → processing → completed with no
+// provider account. Outcomes are steered, like a payment sandbox's test cards, by magic text
+// in the prompt:
+//   [sandbox:fail]         the task fails (the vendor's `failed` fixture) → 3005
+//   [sandbox:hang]         the task never finishes → the safety net fails it with 4008
+//   [sandbox:slow]         the task takes ten times longer
+//   [sandbox:reject]       the upstream refuses the submission with HTTP 400 → 3002
+//   [sandbox:unavailable]  the upstream answers 503 → 3001
+//   [sandbox:garbage]      polls get a non-JSON answer → 3003 after the poll error limit
+// Fixture text may use {{upstream_task_id}}, {{prompt}}, {{now_ms}}, {{now_s}}, {{now_iso}} and
+// {{files_url}}; the simulator serves small placeholder result files under {{files_url}}.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { compileExpr, type CompiledExpr } from '../descriptors/expr.ts';
+import type { LoadedVendor } from '../descriptors/load-descriptors.ts';
+import type { Clock } from '../util/clock.ts';
+import { randomBase62 } from '../util/ids.ts';
+
+export interface SandboxOptions {
+  clock: Clock;
+  /** Time in `queued` then `running` before the outcome, already scaled. */
+  queuedMs: number;
+  runningMs: number;
+}
+
+type Outcome = 'succeeded' | 'failed' | 'hang' | 'garbage';
+
+interface SimTask {
+  fixtures: ReadonlyMap<string, unknown>;
+  createdAt: number;
+  outcome: Outcome;
+  slow: number;
+  prompt: string;
+}
+
+interface SimRoute {
+  method: string;
+  vendor: string;
+  submitPath: string;
+  pollPattern: RegExp;
+  pollMethod: string;
+  fixtures: ReadonlyMap<string, unknown>;
+  prompt: CompiledExpr;
+}
+
+const PNG_1X1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
+
+export class SandboxSimulator {
+  private readonly routes: SimRoute[] = [];
+  private readonly tasks = new Map<string, SimTask>();
+  private readonly opts: SandboxOptions;
+  private server?: Server;
+  private baseUrl = '';
+
+  constructor(vendors: readonly LoadedVendor[], opts: SandboxOptions) {
+    this.opts = opts;
+    for (const v of vendors) {
+      const prompt = compileExpr(v.descriptor.sandbox?.prompt ?? 'prompt');
+      for (const r of v.descriptor.routes) {
+        const submit = r.upstream?.submit;
+        const poll = r.upstream?.poll;
+        if (r.kind !== 'async' || !submit || !poll) continue;
+        const escaped = poll.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace('\\{upstream_task_id\\}', '([^/]+)').replace('{upstream_task_id}', '([^/]+)');
+        this.routes.push({
+          method: submit.method ?? 'POST',
+          vendor: v.descriptor.vendor,
+          submitPath: `/${v.descriptor.vendor}${submit.path}`,
+          pollPattern: new RegExp(`^/${v.descriptor.vendor}${escaped}$`),
+          pollMethod: poll.method ?? 'GET',
+          fixtures: v.fixtures.get(r.id) ?? new Map(),
+          prompt,
+        });
+      }
+    }
+  }
+
+  /** Start listening on a free loopback port; returns the base URL (vendor paths go under it). */
+  async start(): Promise<string> {
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch(() => send(res, 500, { error: 'sandbox failure' }));
+    });
+    this.server.keepAliveTimeout = 60_000;
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.baseUrl = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this.baseUrl;
+  }
+
+  urlFor(vendor: string): string {
+    return `${this.baseUrl}/${vendor}`;
+  }
+
+  async close(): Promise<void> {
+    if (!this.server) return;
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server!.close(() => resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0]!;
+    if (req.method === 'GET' && path.startsWith('/_files/')) return sendFile(res, path);
+    for (const route of this.routes) {
+      if (req.method === route.method && path === route.submitPath) return this.submit(route, req, res);
+      const m = req.method === route.pollMethod ? route.pollPattern.exec(path) : null;
+      if (m) return this.poll(decodeURIComponent(m[1]!), res);
+    }
+    send(res, 404, { error: `sandbox: no upstream route ${req.method} ${path}` });
+  }
+
+  private async submit(route: SimRoute, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    let body: unknown;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null');
+    } catch {
+      return send(res, 400, { error: 'sandbox: body is not JSON' });
+    }
+    const prompt = String((await route.prompt.evaluate(body).catch(() => '')) ?? '');
+    if (prompt.includes('[sandbox:reject]')) return send(res, 400, { code: 4, description: 'Request rejected by the sandbox ([sandbox:reject])', error: { code: 'InvalidParameter', message: 'rejected by the sandbox' } });
+    if (prompt.includes('[sandbox:unavailable]')) return send(res, 503, { error: 'sandbox: temporarily unavailable' });
+    const id = `sbx${randomBase62(16)}`;
+    const outcome: Outcome = prompt.includes('[sandbox:fail]') ? 'failed' : prompt.includes('[sandbox:hang]') ? 'hang' : prompt.includes('[sandbox:garbage]') ? 'garbage' : 'succeeded';
+    this.tasks.set(id, { fixtures: route.fixtures, createdAt: this.opts.clock.now(), outcome, slow: prompt.includes('[sandbox:slow]') ? 10 : 1, prompt });
+    const created = route.fixtures.get('created');
+    if (!created) return send(res, 500, { error: `sandbox: ${route.vendor} has no "created" fixture` });
+    send(res, 200, this.fill(created, id, prompt));
+  }
+
+  private poll(id: string, res: ServerResponse): void {
+    const t = this.tasks.get(id);
+    if (!t) return send(res, 404, { error: 'sandbox: unknown task' });
+    if (t.outcome === 'garbage') {
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<html>502 Bad Gateway</html>');
+      return;
+    }
+    const elapsed = this.opts.clock.now() - t.createdAt;
+    const queuedUntil = this.opts.queuedMs * t.slow;
+    const runningUntil = queuedUntil + this.opts.runningMs * t.slow;
+    let name: string;
+    if (elapsed < queuedUntil && t.fixtures.has('queued')) name = 'queued';
+    else if (elapsed < runningUntil || t.outcome === 'hang') name = 'running';
+    else name = t.outcome;
+    const fixture = t.fixtures.get(name) ?? t.fixtures.get('running') ?? t.fixtures.get('created');
+    send(res, 200, this.fill(fixture, id, t.prompt));
+  }
+
+  private fill(fixture: unknown, id: string, prompt: string): unknown {
+    const now = this.opts.clock.now();
+    const vars: Record<string, string | number> = {
+      upstream_task_id: id, prompt, now_ms: now, now_s: Math.floor(now / 1000), now_iso: new Date(now).toISOString(), files_url: `${this.baseUrl}/_files`,
+    };
+    const walk = (v: unknown): unknown => {
+      if (typeof v === 'string') {
+        const whole = /^\{\{(\w+)\}\}$/.exec(v);
+        if (whole && whole[1]! in vars) return vars[whole[1]!];
+        return v.replace(/\{\{(\w+)\}\}/g, (m, k: string) => (k in vars ? String(vars[k]) : m));
+      }
+      if (Array.isArray(v)) return v.map(walk);
+      if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+      return v;
+    };
+    return walk(fixture);
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+}
+
+function sendFile(res: ServerResponse, path: string): void {
+  const ext = path.slice(path.lastIndexOf('.') + 1);
+  const type = ({ png: 'image/png', mp4: 'video/mp4', wav: 'audio/wav', mp3: 'audio/mpeg' } as Record<string, string>)[ext] ?? 'application/octet-stream';
+  const bytes = ext === 'png' ? PNG_1X1 : Buffer.from(`sandbox placeholder ${path}\n`);
+  res.writeHead(200, { 'content-type': type, 'content-length': bytes.length, 'cache-control': 'public, max-age=86400' }).end(bytes);
+}

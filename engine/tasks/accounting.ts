@@ -1,0 +1,19 @@
+// What the task lifecycle asks of billing and quotas, as one port: reserve when a task is
+// created (credit hold, concurrency slot), complete when it succeeds (settle the actual price,
+// free the slot), abandon when it fails (release everything). The lifecycle calls complete or
+// abandon only after winning the compare-and-set into a terminal state, so each runs once.
+import type { AsyncRoutePlan } from '../descriptors/compile.ts';
+import type { TaskRecord } from './task.ts';
+
+export interface TaskAccounting {
+  /** Throws a GatewayError (1003, 1005) when the task may not start; returns milli-credits held. */
+  reserve(task: TaskRecord, route: AsyncRoutePlan): Promise<number>;
+  complete(task: TaskRecord, route: AsyncRoutePlan): Promise<void>;
+  abandon(task: TaskRecord): Promise<void>;
+}
+
+export const noAccounting: TaskAccounting = {
+  reserve: async () => 0,
+  complete: async () => {},
+  abandon: async () => {},
+};

@@ -1,0 +1,208 @@
+// The asynchronous task lifecycle, generic over descriptors:
+//   create: reserve credits → store task_info (pending) → task.created → submit job → 202
+//   submit job: build the upstream body (descriptor mapping) → POST → remember the upstream id
+//   poll job:   GET the upstream task → map its status → processing / completed / failed
+//   deadline job: a task not finished by the route's max_execution_ms fails with 4008
+// Every transition is a compare-and-set on the status (TaskStore.transition), so a late or
+// duplicate poll answer never moves a finished task and settle/release happen once.
+import type { Logger } from 'pino';
+import { GatewayError } from '../errors/gateway-error.ts';
+import type { AsyncRoutePlan } from '../descriptors/compile.ts';
+import type { TaskStatus } from '../descriptors/types.ts';
+import type { EventBus } from '../events/bus.ts';
+import type { JobScheduler } from '../jobs/scheduler.ts';
+import { mapUpstreamError, UpstreamFailure, type UpstreamErrorFacts } from '../upstream/failure.ts';
+import type { UpstreamResponse } from '../upstream/client.ts';
+import { isoNow, type Clock } from '../util/clock.ts';
+import { newUuid } from '../util/ids.ts';
+import type { TaskAccounting } from './accounting.ts';
+import type { TaskStore } from './store.ts';
+import { TERMINAL, taskInfo, taskResponse, type TaskRecord } from './task.ts';
+
+export const JOBS = { submit: 'task.submit', poll: 'task.poll', deadline: 'task.deadline' } as const;
+
+export interface LifecycleDeps {
+  store: TaskStore;
+  scheduler: JobScheduler;
+  bus: EventBus;
+  clock: Clock;
+  accounting: TaskAccounting;
+  logger: Logger;
+  routes: ReadonlyMap<string, AsyncRoutePlan>;
+  /** Consecutive unusable poll answers tolerated before the task fails. */
+  pollErrorLimit: number;
+}
+
+const ACTIVE: readonly TaskStatus[] = ['pending', 'processing'];
+
+export class TaskLifecycle {
+  private readonly d: LifecycleDeps;
+
+  constructor(deps: LifecycleDeps) {
+    this.d = deps;
+  }
+
+  /** Register the job handlers (worker role). */
+  startWorkers(): void {
+    this.d.scheduler.handle(JOBS.submit, (p) => this.submit(String(p.id)));
+    this.d.scheduler.handle(JOBS.poll, (p) => this.poll(String(p.id), Number(p.n ?? 0)));
+    this.d.scheduler.handle(JOBS.deadline, (p) => this.deadline(String(p.id)));
+  }
+
+  async create(route: AsyncRoutePlan, tenantId: string, request: Record<string, unknown>, traceparent?: string): Promise<TaskRecord> {
+    const now = this.d.clock.now();
+    const at = new Date(now).toISOString();
+    const task: TaskRecord = {
+      id: newUuid(),
+      tenant_id: tenantId,
+      vendor: route.vendor,
+      route: route.key,
+      model_name: route.modelName,
+      status: 'pending',
+      created_at: at,
+      updated_at: at,
+      request,
+      deadline_at: now + route.maxExecutionMs,
+      poll_failures: 0,
+      traceparent,
+    };
+    task.hold = await this.d.accounting.reserve(task, route);
+    try {
+      await this.d.store.create(task);
+    } catch (err) {
+      await this.d.accounting.abandon(task);
+      throw new GatewayError(4002, 'The task could not be stored.', { cause: err });
+    }
+    await this.d.bus.emit(tenantId, 'task.created', eventData(task, { task_info: taskInfo(task) }));
+    await this.d.scheduler.schedule(JOBS.submit, task.id, { id: task.id }, 0);
+    await this.d.scheduler.schedule(JOBS.deadline, task.id, { id: task.id }, route.maxExecutionMs);
+    return task;
+  }
+
+  async submit(id: string): Promise<void> {
+    const task = await this.d.store.get(id);
+    if (!task || TERMINAL.has(task.status) || task.upstream_task_id) return;
+    const route = this.routeOf(task);
+    const s = route.submit;
+    let res: UpstreamResponse;
+    try {
+      const body = await s.body.evaluate(task.request);
+      res = await route.client.call({ method: s.method, path: s.path, body, headers: s.headers, traceparent: task.traceparent, stage: 'submit' });
+    } catch (err) {
+      return this.fail(task, this.asGatewayError(route, err));
+    }
+    const message = await readOptional(s.errorMessage, res.body);
+    if (res.status < 200 || res.status > 299) {
+      return this.fail(task, await mapUpstreamError(route.errorRules, { stage: 'submit', http_status: res.status, body: res.body, message }));
+    }
+    if (s.accept && !(await s.accept.evaluate(res.body).catch(() => false))) {
+      // A 2xx that says "not accepted" inside: the provider refused this request (3002 unless mapped).
+      const facts: UpstreamErrorFacts = { stage: 'submit', http_status: res.status, body: res.body, message };
+      const err = await mapUpstreamError(route.errorRules, facts);
+      return this.fail(task, err.code === 3003 ? new GatewayError(3002, err.detail) : err);
+    }
+    const upstreamId = await s.taskId.evaluate(res.body).catch(() => undefined);
+    if (typeof upstreamId !== 'string' && typeof upstreamId !== 'number') {
+      return this.fail(task, new GatewayError(3003, 'The provider accepted the task but its answer carries no task id.'));
+    }
+    const updated = await this.d.store.transition(id, ACTIVE, { upstream_task_id: String(upstreamId) });
+    if (updated) await this.d.scheduler.schedule(JOBS.poll, `${id}:1`, { id, n: 1 }, route.poll.intervalMs);
+  }
+
+  async poll(id: string, n: number): Promise<void> {
+    const task = await this.d.store.get(id);
+    if (!task || TERMINAL.has(task.status) || !task.upstream_task_id) return;
+    const route = this.routeOf(task);
+    if (this.d.clock.now() >= task.deadline_at) return this.deadline(id);
+    const p = route.poll;
+    const next = () => this.d.scheduler.schedule(JOBS.poll, `${id}:${n + 1}`, { id, n: n + 1 }, p.intervalMs);
+    let res: UpstreamResponse;
+    try {
+      res = await route.client.call({ method: p.method, path: p.path.replace('{upstream_task_id}', encodeURIComponent(task.upstream_task_id)), traceparent: task.traceparent, stage: 'poll' });
+      if (res.status < 200 || res.status > 299) {
+        const message = await readOptional(p.errorMessage, res.body);
+        throw await mapUpstreamError(route.errorRules, { stage: 'poll', http_status: res.status, body: res.body, message });
+      }
+    } catch (err) {
+      // A poll without a usable answer is retried; only a run of them fails the task.
+      const failures = task.poll_failures + 1;
+      const gwErr = this.asGatewayError(route, err);
+      if (failures >= this.d.pollErrorLimit) return this.fail(task, gwErr);
+      await this.d.store.transition(id, ACTIVE, { poll_failures: failures });
+      this.d.logger.warn({ task_id: id, code: gwErr.code, failures }, 'upstream poll failed; will retry');
+      return next();
+    }
+    const raw = await p.status.evaluate(res.body).catch(() => undefined);
+    const status = p.statusMap[String(raw)];
+    if (!status) {
+      return this.fail(task, new GatewayError(3003, `The provider reported an unknown task status ${JSON.stringify(raw ?? null)}.`));
+    }
+    if (status === 'failed') {
+      const message = await readOptional(p.errorMessage, res.body);
+      const code = await readOptional(p.errorCode, res.body);
+      return this.fail(task, await mapUpstreamError(route.errorRules, { stage: 'task', http_status: res.status, body: res.body, message: code && message ? `${message} (${code})` : message }));
+    }
+    if (status === 'completed') return this.complete(task, route, res.body);
+    const patch: Partial<TaskRecord> = { poll_failures: 0 };
+    if (status === 'processing' && task.status === 'pending') {
+      patch.status = 'processing';
+      patch.updated_at = isoNow(this.d.clock);
+    }
+    if (await this.d.store.transition(id, ACTIVE, patch)) await next();
+  }
+
+  async deadline(id: string): Promise<void> {
+    const task = await this.d.store.get(id);
+    if (!task || TERMINAL.has(task.status)) return;
+    const route = this.d.routes.get(task.route);
+    const seconds = route ? Math.round(route.maxExecutionMs / 1000) : 0;
+    await this.fail(task, new GatewayError(4008, `The task exceeded the maximum execution time (${seconds} s) and was cancelled.`));
+  }
+
+  private async complete(task: TaskRecord, route: AsyncRoutePlan, body: unknown): Promise<void> {
+    const result: Record<string, unknown> = {};
+    for (const [name, expr] of route.result) {
+      const value = await expr.evaluate(body, { request: task.request }).catch(() => undefined);
+      if (value === undefined || value === null) {
+        return this.fail(task, new GatewayError(3003, `The provider reported success but its answer has no ${name}.`));
+      }
+      result[name] = Array.isArray(value) ? value : [value];
+    }
+    const done = await this.d.store.transition(task.id, ACTIVE, { status: 'completed', result, updated_at: isoNow(this.d.clock), poll_failures: 0 });
+    if (!done) return; // someone else finished it first
+    await this.d.accounting.complete(done, route);
+    await this.d.bus.emit(done.tenant_id, 'task.succeeded', eventData(done, taskResponse(done)));
+  }
+
+  private async fail(task: TaskRecord, err: GatewayError): Promise<void> {
+    const failed = await this.d.store.transition(task.id, ACTIVE, { status: 'failed', error: err.toTaskError(), updated_at: isoNow(this.d.clock) });
+    if (!failed) return;
+    this.d.logger.info({ task_id: task.id, code: err.code }, 'task failed');
+    await this.d.accounting.abandon(failed);
+    await this.d.bus.emit(failed.tenant_id, 'task.failed', eventData(failed, { task_info: taskInfo(failed) }));
+  }
+
+  private routeOf(task: TaskRecord): AsyncRoutePlan {
+    const route = this.d.routes.get(task.route);
+    if (!route) throw new GatewayError(4005, `Task ${task.id} belongs to route ${task.route}, which is not configured.`);
+    return route;
+  }
+
+  /** Transport failures keep their own code (3001 unreachable, 3003 unparseable, 3004 timeout). */
+  private asGatewayError(route: AsyncRoutePlan, err: unknown): GatewayError {
+    if (err instanceof GatewayError) return err;
+    if (err instanceof UpstreamFailure) return new GatewayError(err.code, err.message);
+    this.d.logger.error({ err, route: route.key }, 'unexpected error talking to the upstream');
+    return new GatewayError(4002, 'An internal operation failed while talking to the provider.');
+  }
+}
+
+function eventData(task: TaskRecord, payload: Record<string, unknown>): Record<string, unknown> {
+  return { vendor: task.vendor, model_name: task.model_name, payload };
+}
+
+async function readOptional(expr: { evaluate(input: unknown): Promise<unknown> } | undefined, body: unknown): Promise<string | undefined> {
+  if (!expr || body === undefined) return undefined;
+  const v = await expr.evaluate(body).catch(() => undefined);
+  return v === undefined || v === null || v === '' ? undefined : String(v);
+}

@@ -1,0 +1,14 @@
+// The task-store port. Transitions are compare-and-set on the status, so a late or duplicate
+// poll answer can never move a finished task, and two workers cannot both finish one task.
+import type { TaskStatus } from '../descriptors/types.ts';
+import type { TaskRecord } from './task.ts';
+
+export interface TaskStore {
+  create(task: TaskRecord): Promise<void>;
+  get(id: string): Promise<TaskRecord | undefined>;
+  /**
+   * Apply `patch` only if the task's status is one of `from`; returns the updated record, or
+   * undefined when the task is missing or in another status (nothing changed).
+   */
+  transition(id: string, from: readonly TaskStatus[], patch: Partial<TaskRecord>): Promise<TaskRecord | undefined>;
+}

@@ -1,0 +1,51 @@
+// The task record the engine keeps, and the client-facing views of it: the GET response
+// (`task_info` plus result fields beside it) and the `task_info` object itself.
+import type { TaskError } from '../errors/gateway-error.ts';
+import type { TaskStatus } from '../descriptors/types.ts';
+
+export interface TaskRecord {
+  id: string;
+  tenant_id: string;
+  vendor: string;
+  /** `<vendor>/<route id>` of the route that created it. */
+  route: string;
+  model_name: string;
+  status: TaskStatus;
+  created_at: string;
+  updated_at: string;
+  /** The validated client request (defaults applied). */
+  request: Record<string, unknown>;
+  upstream_task_id?: string;
+  /** Result fields (images, videos, audios, ...) once completed. */
+  result?: Record<string, unknown>;
+  error?: TaskError;
+  /** Epoch ms after which the safety net fails the task with 4008. */
+  deadline_at: number;
+  /** Consecutive polls that got no usable answer. */
+  poll_failures: number;
+  /** W3C traceparent of the creating request, passed upstream on every call. */
+  traceparent?: string;
+  /** Milli-credits held for this task at creation. */
+  hold?: number;
+}
+
+export const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed']);
+
+export interface TaskInfo {
+  id: string;
+  status: TaskStatus;
+  created_at: string;
+  updated_at: string;
+  error?: TaskError;
+}
+
+export function taskInfo(t: TaskRecord): TaskInfo {
+  const info: TaskInfo = { id: t.id, status: t.status, created_at: t.created_at, updated_at: t.updated_at };
+  if (t.error) info.error = t.error;
+  return info;
+}
+
+/** The GET response: task_info, and the result fields beside it once completed. */
+export function taskResponse(t: TaskRecord): Record<string, unknown> {
+  return t.status === 'completed' && t.result ? { task_info: taskInfo(t), ...t.result } : { task_info: taskInfo(t) };
+}

@@ -1,0 +1,102 @@
+// Tenants and API keys: issuing (shown once, stored as a hash), revoking (effective at once:
+// every request looks the key up), and authenticating a bearer header into an AuthContext.
+import { createHash } from 'node:crypto';
+import { GatewayError } from '../errors/gateway-error.ts';
+import type { AuthContext } from '../http/context.ts';
+import { isoNow, type Clock } from '../util/clock.ts';
+import { newUuid, prefixedId, randomBase62 } from '../util/ids.ts';
+import type { TenantStore } from './store.ts';
+import type { ApiKeyRecord, TenantRecord } from './types.ts';
+
+export interface IssueKeyOptions {
+  name?: string;
+  scopes?: string[];
+  mode?: 'live' | 'test';
+  /** ISO 8601 expiry; a key with an expiry is a temporary key. */
+  expires_at?: string;
+  /** Use this exact secret (the sandbox demo key); otherwise a random one is generated. */
+  secret?: string;
+}
+
+export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex');
+
+export class TenantService {
+  private readonly store: TenantStore;
+  private readonly clock: Clock;
+
+  constructor(store: TenantStore, clock: Clock) {
+    this.store = store;
+    this.clock = clock;
+  }
+
+  async createTenant(opts: { name: string; requires_live?: boolean; id?: string }): Promise<TenantRecord> {
+    const t: TenantRecord = { id: opts.id ?? newUuid(), name: opts.name, created_at: isoNow(this.clock), requires_live: opts.requires_live ?? false, disabled: false };
+    await this.store.createTenant(t);
+    return t;
+  }
+
+  async getTenant(id: string): Promise<TenantRecord> {
+    const t = await this.store.getTenant(id);
+    if (!t) throw new GatewayError(2005, `No tenant ${id}.`);
+    return t;
+  }
+
+  listTenants(): Promise<TenantRecord[]> {
+    return this.store.listTenants();
+  }
+
+  setDisabled(id: string, disabled: boolean): Promise<TenantRecord | undefined> {
+    return this.store.setTenantDisabled(id, disabled);
+  }
+
+  /** Issue a key. The returned `key` is the only time the secret is ever visible. */
+  async issueKey(tenantId: string, opts: IssueKeyOptions = {}): Promise<{ key: string; record: ApiKeyRecord }> {
+    await this.getTenant(tenantId);
+    const mode = opts.mode ?? 'live';
+    const key = opts.secret ?? `gw_${mode}_${randomBase62(40)}`;
+    if (opts.expires_at !== undefined && Number.isNaN(Date.parse(opts.expires_at))) {
+      throw new GatewayError(2001, 'expires_at must be an ISO 8601 date-time.', { errors: [{ pointer: '/expires_at', detail: 'must be an ISO 8601 date-time' }] });
+    }
+    const record: ApiKeyRecord = {
+      id: prefixedId('key_', 20),
+      tenant_id: tenantId,
+      name: opts.name ?? '',
+      hash: hashKey(key),
+      preview: `${key.slice(0, 12)}…${key.slice(-4)}`,
+      scopes: opts.scopes ?? ['*'],
+      mode,
+      created_at: isoNow(this.clock),
+      ...(opts.expires_at ? { expires_at: new Date(opts.expires_at).toISOString() } : {}),
+    };
+    await this.store.createKey(record);
+    return { key, record };
+  }
+
+  listKeys(tenantId: string): Promise<ApiKeyRecord[]> {
+    return this.store.listKeys(tenantId);
+  }
+
+  async revokeKey(id: string): Promise<ApiKeyRecord> {
+    const k = await this.store.revokeKey(id, isoNow(this.clock));
+    if (!k) throw new GatewayError(2005, `No API key ${id}.`);
+    return k;
+  }
+
+  /** `Authorization: Bearer <key>` → who is calling; 401/1001 for anything but a usable key. */
+  async authenticate(header: string | undefined): Promise<AuthContext> {
+    const m = header ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
+    if (!header) throw new GatewayError(1001, 'Missing API key: send Authorization: Bearer <API_KEY>.', { headers: { 'WWW-Authenticate': 'Bearer' } });
+    if (!m) throw new GatewayError(1001, 'Malformed Authorization header: expected Bearer <API_KEY>.', { headers: { 'WWW-Authenticate': 'Bearer' } });
+    const key = await this.store.findKeyByHash(hashKey(m[1]!));
+    const invalid = (why: string) => new GatewayError(1001, why, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
+    if (!key) throw invalid('Invalid API key.');
+    if (key.revoked_at) throw invalid('This API key has been revoked.');
+    if (key.expires_at && Date.parse(key.expires_at) <= this.clock.now()) throw invalid('This API key has expired.');
+    const tenant = await this.store.getTenant(key.tenant_id);
+    if (!tenant || tenant.disabled) throw invalid('Invalid API key.');
+    if (tenant.requires_live && (key.mode !== 'live' || key.expires_at)) {
+      throw new GatewayError(1002, 'This tenant accepts only production keys; test and temporary keys are refused.');
+    }
+    return { tenantId: key.tenant_id, keyId: key.id, scopes: key.scopes, mode: key.mode };
+  }
+}

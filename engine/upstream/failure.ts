@@ -1,0 +1,74 @@
+// Upstream trouble, and the one function that maps it onto the service codes 3001–3005.
+// Descriptors may override the mapping with `errors:` entries (first match wins), evaluated on
+// {stage, http_status, body}; what no entry matches falls to the defaults below.
+import { GatewayError } from '../errors/gateway-error.ts';
+import type { CompiledExpr } from '../descriptors/expr.ts';
+
+export type UpstreamStage = 'submit' | 'poll' | 'task';
+
+/** A failure to get a usable answer at all: network, timeout, unparseable body. */
+export class UpstreamFailure extends Error {
+  readonly code: number;
+  readonly stage: UpstreamStage;
+  constructor(code: number, message: string, stage: UpstreamStage) {
+    super(message);
+    this.name = 'UpstreamFailure';
+    this.code = code;
+    this.stage = stage;
+  }
+}
+
+export interface CompiledErrorRule {
+  when: CompiledExpr;
+  code: number;
+  detail?: CompiledExpr;
+}
+
+export interface UpstreamErrorFacts {
+  stage: UpstreamStage;
+  http_status?: number;
+  body?: unknown;
+  /** The upstream's own message, when a mapping found one. */
+  message?: string;
+}
+
+/**
+ * Defaults: an unreachable upstream, a 5xx or a 429 → 3001 (temporarily unavailable; 504 →
+ * 3004 timeout); another 4xx → 3002 (the provider refused this request); an accepted task the
+ * provider reports as failed → 3005.
+ */
+export function defaultUpstreamCode(f: UpstreamErrorFacts): number {
+  if (f.stage === 'task') return 3005;
+  const s = f.http_status;
+  if (s === undefined) return 3003;
+  if (s === 504) return 3004;
+  if (s >= 500 || s === 429 || s === 408) return 3001;
+  if (s >= 400) return 3002;
+  return 3003;
+}
+
+export async function mapUpstreamError(rules: readonly CompiledErrorRule[], f: UpstreamErrorFacts): Promise<GatewayError> {
+  for (const rule of rules) {
+    let matched = false;
+    try {
+      matched = Boolean(await rule.when.evaluate(f));
+    } catch {
+      matched = false; // a rule that cannot read this answer does not match it
+    }
+    if (matched) {
+      const detail = rule.detail ? String((await rule.detail.evaluate(f).catch(() => undefined)) ?? '') : '';
+      return new GatewayError(rule.code, detail || describe(f));
+    }
+  }
+  return new GatewayError(defaultUpstreamCode(f), describe(f));
+}
+
+function describe(f: UpstreamErrorFacts): string {
+  const what = f.stage === 'task' ? 'The provider could not complete the task' : `The provider answered the ${f.stage} request with HTTP ${f.http_status ?? '?'}`;
+  // Only the provider's short message is passed on, never its raw body.
+  return f.message ? `${what}: ${truncate(f.message, 300)}` : `${what}.`;
+}
+
+function truncate(s: string, n: number): string {
+  return s.length > n ? `${s.slice(0, n)}…` : s;
+}
