@@ -1,19 +1,19 @@
 // Compiles loaded descriptors, once, into frozen route plans: request validators (Ajv),
 // expressions (JSONata), the upstream client of each vendor. Nothing reads a descriptor per
 // request afterwards. Every problem found here is positioned in its descriptor file.
-import type { Ajv2020 } from 'ajv/dist/2020.js';
-import type { Dispatcher } from 'undici';
+// Each route kind has its own compiler: async-route.ts (async, status), proxy-route.ts (sync, stream).
 import { LoadError, type Problem } from '../config/yaml-source.ts';
-import type { GatewayConfig } from '../config/types.ts';
-import { compileRequestValidator, type RequestValidator } from '../validation/request-validator.ts';
 import { createAuth, MissingCredentialError } from '../upstream/auth-schemes.ts';
 import { UpstreamClient } from '../upstream/client.ts';
 import type { CompiledErrorRule } from '../upstream/failure.ts';
-import { SCHEMA_BASE } from '../validation/ajv.ts';
-import type { Clock } from '../util/clock.ts';
+import { compileAsyncRoute, compileStatusRoute, type AsyncRoutePlan, type StatusRoutePlan } from './async-route.ts';
+import type { CompileContext, VendorCompileContext } from './compile-context.ts';
 import { compileExpr, ExprError, type CompiledExpr } from './expr.ts';
 import type { LoadedVendor } from './load-descriptors.ts';
-import type { ErrorMapEntry, RouteSpec, TaskStatus } from './types.ts';
+import { compileProxyRoute, type ProxyRoutePlan } from './proxy-route.ts';
+import type { ErrorMapEntry } from './types.ts';
+
+export type { AsyncRoutePlan, StatusRoutePlan, ProxyRoutePlan, CompileContext };
 
 export interface VendorPlan {
   readonly vendor: string;
@@ -24,68 +24,7 @@ export interface VendorPlan {
   readonly loaded: LoadedVendor;
 }
 
-export type RoutePlan = AsyncRoutePlan | StatusRoutePlan;
-
-export interface AsyncRoutePlan {
-  readonly kind: 'async';
-  /** `<vendor>/<route id>`: how tasks remember their route. */
-  readonly key: string;
-  readonly id: string;
-  readonly vendor: string;
-  readonly modelName: string;
-  readonly method: 'POST';
-  /** Client path of creation, e.g. /vendors/provider_b/v1/tob/diffusion */
-  readonly path: string;
-  readonly successStatus: number;
-  readonly validate: RequestValidator;
-  readonly validationShape: 'problem' | 'task_info';
-  readonly maxBodyBytes: number;
-  readonly submit: {
-    readonly method: string;
-    readonly path: string;
-    readonly headers: Readonly<Record<string, string>>;
-    readonly body: CompiledExpr;
-    readonly taskId: CompiledExpr;
-    readonly accept?: CompiledExpr;
-    readonly errorMessage?: CompiledExpr;
-  };
-  readonly poll: {
-    readonly method: string;
-    readonly path: string;
-    readonly intervalMs: number;
-    readonly status: CompiledExpr;
-    readonly statusMap: Readonly<Record<string, TaskStatus>>;
-    readonly errorMessage?: CompiledExpr;
-    readonly errorCode?: CompiledExpr;
-  };
-  readonly result: ReadonlyArray<readonly [string, CompiledExpr]>;
-  readonly errorRules: readonly CompiledErrorRule[];
-  readonly maxExecutionMs: number;
-  readonly pricing: Readonly<Record<string, unknown>>;
-  readonly spec: RouteSpec;
-  readonly client: UpstreamClient;
-}
-
-export interface StatusRoutePlan {
-  readonly kind: 'status';
-  readonly key: string;
-  readonly id: string;
-  readonly vendor: string;
-  readonly path: string;
-  /** Keys of the async routes whose tasks this GET may read. */
-  readonly tasksOf: ReadonlySet<string>;
-}
-
-export interface CompileContext {
-  ajv: Ajv2020;
-  config: GatewayConfig;
-  clock: Clock;
-  dispatcher: Dispatcher;
-  /** Base URL of each vendor's upstream: config, or the sandbox simulator when it is on. */
-  baseUrlFor(vendor: string): string | undefined;
-}
-
-const DEFAULT_MAX_BODY = 1024 * 1024;
+export type RoutePlan = AsyncRoutePlan | StatusRoutePlan | ProxyRoutePlan;
 
 export function compileVendors(loaded: readonly LoadedVendor[], ctx: CompileContext): VendorPlan[] {
   const problems: Problem[] = [];
@@ -129,73 +68,13 @@ function compileVendor(v: LoadedVendor, ctx: CompileContext, problems: Problem[]
     dispatcher: ctx.dispatcher,
   });
   const vendorRules = errorRules('/upstream/errors', d.upstream.errors);
-  const scale = ctx.config.timing.scale;
 
+  const vc: VendorCompileContext = { ctx, vendor: d.vendor, client, vendorRules, expr, errorRules, at, scale: ctx.config.timing.scale, siblings: d.routes };
   const routes: RoutePlan[] = d.routes.map((r, i): RoutePlan => {
     const p = `/routes/${i}`;
-    const key = `${d.vendor}/${r.id}`;
-    const path = `/vendors/${d.vendor}${r.path}`;
-    if (r.kind === 'status') {
-      for (const [j, id] of (r.tasks_of ?? []).entries()) {
-        if (!d.routes.some((o) => o.id === id && o.kind === 'async')) at(`${p}/tasks_of/${j}`, `no async route "${id}" in this descriptor`);
-      }
-      return Object.freeze({ kind: 'status', key, id: r.id, vendor: d.vendor, path, tasksOf: new Set((r.tasks_of ?? []).map((id) => `${d.vendor}/${id}`)) });
-    }
-    if (r.kind !== 'async') {
-      at(`${p}/kind`, `route kind "${r.kind}" is not supported by this engine yet`);
-    }
-    const req = r.request!;
-    let validate: RequestValidator = async () => ({});
-    try {
-      validate = compileRequestValidator(ctx.ajv, `${SCHEMA_BASE}/request/${d.vendor}/${r.id}.json`, req.schema, req.rules ?? []);
-    } catch (err) {
-      if (err instanceof ExprError) at(`${p}/request/rules`, `rule does not compile: ${err.message}`);
-      else at(`${p}/request/schema`, `request schema does not compile: ${(err as Error).message}`);
-    }
-    (req.rules ?? []).forEach((rule, j) => expr(`${p}/request/rules/${j}/when`, rule.when));
-    const up = r.upstream ?? {};
-    if (!up.submit) at(`${p}/upstream`, 'an async route needs upstream.submit');
-    if (!up.poll) at(`${p}/upstream`, 'an async route needs upstream.poll');
-    const submit = up.submit ?? { path: '/', body: 'null', task_id: 'null' };
-    const poll = up.poll ?? { path: '/', status: 'null', status_map: {} };
-    if (!poll.path.includes('{upstream_task_id}')) at(`${p}/upstream/poll/path`, 'the poll path must contain {upstream_task_id}');
-    return Object.freeze({
-      kind: 'async',
-      key,
-      id: r.id,
-      vendor: d.vendor,
-      modelName: r.model_name ?? r.id,
-      method: 'POST',
-      path,
-      successStatus: r.status ?? 202,
-      validate,
-      validationShape: req.validation_errors ?? 'problem',
-      maxBodyBytes: req.max_body_bytes ?? DEFAULT_MAX_BODY,
-      submit: Object.freeze({
-        method: submit.method ?? 'POST',
-        path: submit.path,
-        headers: submit.headers ?? {},
-        body: expr(`${p}/upstream/submit/body`, submit.body)!,
-        taskId: expr(`${p}/upstream/submit/task_id`, submit.task_id)!,
-        accept: expr(`${p}/upstream/submit/accept`, submit.accept),
-        errorMessage: expr(`${p}/upstream/submit/error_message`, submit.error_message),
-      }),
-      poll: Object.freeze({
-        method: poll.method ?? 'GET',
-        path: poll.path,
-        intervalMs: Math.max(1, Math.round((poll.interval_ms ?? 2000) * scale)),
-        status: expr(`${p}/upstream/poll/status`, poll.status)!,
-        statusMap: Object.freeze({ ...poll.status_map }),
-        errorMessage: expr(`${p}/upstream/poll/error_message`, poll.error_message),
-        errorCode: expr(`${p}/upstream/poll/error_code`, poll.error_code),
-      }),
-      result: Object.entries(r.result ?? {}).map(([name, src]) => [name, expr(`${p}/result/${name}`, src)!] as const),
-      errorRules: [...errorRules(`${p}/upstream/errors`, up.errors), ...vendorRules],
-      maxExecutionMs: Math.max(1, Math.round((r.max_execution_ms ?? 600_000) * scale)),
-      pricing: Object.freeze({ ...(r.pricing ?? {}) }),
-      spec: r,
-      client,
-    });
+    if (r.kind === 'status') return compileStatusRoute(vc, r, p);
+    if (r.kind === 'async') return compileAsyncRoute(vc, r, p);
+    return compileProxyRoute(vc, r, p);
   });
 
   return Object.freeze({

@@ -7,6 +7,7 @@ import { GatewayError } from '../errors/gateway-error.ts';
 import { accessLog } from './access-log.ts';
 import { adminRouter, type AdminDeps } from './admin-routes.ts';
 import { errorHandler } from './problem.ts';
+import { mountProxyRoutes } from './proxy-routes.ts';
 import { mountTaskRoutes, type TaskRouteDeps } from './task-routes.ts';
 import { traceMiddleware } from './traceparent.ts';
 import type { VendorPlan } from '../descriptors/compile.ts';
@@ -31,7 +32,9 @@ export function buildApp(deps: AppDeps): Express {
     res.json({ status: 'ok' });
   });
   app.use('/admin/v1', adminRouter(deps.admin));
-  const methods = mountTaskRoutes(app, deps.vendors, deps);
+  const methods = new Map<string, Set<string>>();
+  mountTaskRoutes(app, deps.vendors, deps, methods);
+  mountProxyRoutes(app, deps.vendors, deps, methods);
   for (const r of deps.tenantRouters ?? []) app.use(r);
 
   // A known path with another method: 405 with Allow. Then anything else: 404.

@@ -20,10 +20,9 @@ export interface TaskRouteDeps {
   tasks: TaskStore;
 }
 
-/** Registers every route of every vendor; returns path → methods, for 405 answers. */
-export function mountTaskRoutes(app: Express, vendors: readonly VendorPlan[], deps: TaskRouteDeps): Map<string, Set<string>> {
+/** Registers every async and status route; records path → methods (for 405 answers) in `methods`. */
+export function mountTaskRoutes(app: Express, vendors: readonly VendorPlan[], deps: TaskRouteDeps, methods: Map<string, Set<string>>): void {
   const auth = requireApiKey(deps.tenants);
-  const methods = new Map<string, Set<string>>();
   const add = (path: string, method: string) => methods.set(path, (methods.get(path) ?? new Set()).add(method));
 
   for (const vendor of vendors) {
@@ -33,13 +32,12 @@ export function mountTaskRoutes(app: Express, vendors: readonly VendorPlan[], de
         add(route.path, 'POST');
         app.get(`${route.path}/:task_id`, auth, readHandler(route, new Set([route.key]), deps));
         add(`${route.path}/:task_id`, 'GET');
-      } else {
+      } else if (route.kind === 'status') {
         app.get(`${route.path}/:task_id`, auth, readHandler(route, route.tasksOf, deps));
         add(`${route.path}/:task_id`, 'GET');
       }
     }
   }
-  return methods;
 }
 
 function createHandler(route: AsyncRoutePlan, deps: TaskRouteDeps) {

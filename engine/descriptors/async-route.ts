@@ -1,0 +1,130 @@
+// Compiles `kind: async` routes (POST creates a task; GET <path>/{task_id} reads it) and
+// `kind: status` routes (a GET that reads tasks created by other async routes).
+import { compileRequestValidator, type RequestValidator } from '../validation/request-validator.ts';
+import { SCHEMA_BASE } from '../validation/ajv.ts';
+import type { UpstreamClient } from '../upstream/client.ts';
+import type { CompiledErrorRule } from '../upstream/failure.ts';
+import { ExprError, type CompiledExpr } from './expr.ts';
+import type { VendorCompileContext } from './compile-context.ts';
+import type { RouteSpec, TaskStatus } from './types.ts';
+
+export interface AsyncRoutePlan {
+  readonly kind: 'async';
+  /** `<vendor>/<route id>`: how tasks remember their route. */
+  readonly key: string;
+  readonly id: string;
+  readonly vendor: string;
+  readonly modelName: string;
+  readonly method: 'POST';
+  /** Client path of creation, e.g. /vendors/provider_b/v1/tob/diffusion */
+  readonly path: string;
+  readonly successStatus: number;
+  readonly validate: RequestValidator;
+  readonly validationShape: 'problem' | 'task_info';
+  readonly maxBodyBytes: number;
+  readonly submit: {
+    readonly method: string;
+    readonly path: string;
+    readonly headers: Readonly<Record<string, string>>;
+    readonly body: CompiledExpr;
+    readonly taskId: CompiledExpr;
+    readonly accept?: CompiledExpr;
+    readonly errorMessage?: CompiledExpr;
+  };
+  readonly poll: {
+    readonly method: string;
+    readonly path: string;
+    readonly intervalMs: number;
+    readonly status: CompiledExpr;
+    readonly statusMap: Readonly<Record<string, TaskStatus>>;
+    readonly errorMessage?: CompiledExpr;
+    readonly errorCode?: CompiledExpr;
+  };
+  readonly result: ReadonlyArray<readonly [string, CompiledExpr]>;
+  readonly errorRules: readonly CompiledErrorRule[];
+  readonly maxExecutionMs: number;
+  readonly pricing: Readonly<Record<string, unknown>>;
+  readonly spec: RouteSpec;
+  readonly client: UpstreamClient;
+}
+
+export interface StatusRoutePlan {
+  readonly kind: 'status';
+  readonly key: string;
+  readonly id: string;
+  readonly vendor: string;
+  readonly path: string;
+  /** Keys of the async routes whose tasks this GET may read. */
+  readonly tasksOf: ReadonlySet<string>;
+}
+
+const DEFAULT_MAX_BODY = 1024 * 1024;
+
+export function compileStatusRoute(vc: VendorCompileContext, r: RouteSpec, p: string): StatusRoutePlan {
+  for (const [j, id] of (r.tasks_of ?? []).entries()) {
+    if (!vc.siblings.some((o) => o.id === id && o.kind === 'async')) vc.at(`${p}/tasks_of/${j}`, `no async route "${id}" in this descriptor`);
+  }
+  return Object.freeze({
+    kind: 'status',
+    key: `${vc.vendor}/${r.id}`,
+    id: r.id,
+    vendor: vc.vendor,
+    path: `/vendors/${vc.vendor}${r.path}`,
+    tasksOf: new Set((r.tasks_of ?? []).map((id) => `${vc.vendor}/${id}`)),
+  });
+}
+
+export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: string): AsyncRoutePlan {
+  const { expr, at } = vc;
+  const req = r.request!;
+  let validate: RequestValidator = async () => ({});
+  try {
+    validate = compileRequestValidator(vc.ctx.ajv, `${SCHEMA_BASE}/request/${vc.vendor}/${r.id}.json`, req.schema, req.rules ?? []);
+  } catch (err) {
+    if (!(err instanceof ExprError)) at(`${p}/request/schema`, `request schema does not compile: ${(err as Error).message}`);
+  }
+  (req.rules ?? []).forEach((rule, j) => expr(`${p}/request/rules/${j}/when`, rule.when));
+  const up = r.upstream ?? {};
+  if (!up.submit) at(`${p}/upstream`, 'an async route needs upstream.submit');
+  if (!up.poll) at(`${p}/upstream`, 'an async route needs upstream.poll');
+  const submit = up.submit ?? { path: '/', body: 'null', task_id: 'null' };
+  const poll = up.poll ?? { path: '/{upstream_task_id}', status: 'null', status_map: {} };
+  if (!poll.path.includes('{upstream_task_id}')) at(`${p}/upstream/poll/path`, 'the poll path must contain {upstream_task_id}');
+  return Object.freeze({
+    kind: 'async',
+    key: `${vc.vendor}/${r.id}`,
+    id: r.id,
+    vendor: vc.vendor,
+    modelName: r.model_name ?? r.id,
+    method: 'POST',
+    path: `/vendors/${vc.vendor}${r.path}`,
+    successStatus: r.status ?? 202,
+    validate,
+    validationShape: req.validation_errors ?? 'problem',
+    maxBodyBytes: req.max_body_bytes ?? DEFAULT_MAX_BODY,
+    submit: Object.freeze({
+      method: submit.method ?? 'POST',
+      path: submit.path,
+      headers: submit.headers ?? {},
+      body: expr(`${p}/upstream/submit/body`, submit.body)!,
+      taskId: expr(`${p}/upstream/submit/task_id`, submit.task_id)!,
+      accept: expr(`${p}/upstream/submit/accept`, submit.accept),
+      errorMessage: expr(`${p}/upstream/submit/error_message`, submit.error_message),
+    }),
+    poll: Object.freeze({
+      method: poll.method ?? 'GET',
+      path: poll.path,
+      intervalMs: Math.max(1, Math.round((poll.interval_ms ?? 2000) * vc.scale)),
+      status: expr(`${p}/upstream/poll/status`, poll.status)!,
+      statusMap: Object.freeze({ ...poll.status_map }),
+      errorMessage: expr(`${p}/upstream/poll/error_message`, poll.error_message),
+      errorCode: expr(`${p}/upstream/poll/error_code`, poll.error_code),
+    }),
+    result: Object.entries(r.result ?? {}).map(([name, src]) => [name, expr(`${p}/result/${name}`, src)!] as const),
+    errorRules: [...vc.errorRules(`${p}/upstream/errors`, up.errors), ...vc.vendorRules],
+    maxExecutionMs: Math.max(1, Math.round((r.max_execution_ms ?? 600_000) * vc.scale)),
+    pricing: Object.freeze({ ...(r.pricing ?? {}) }),
+    spec: r,
+    client: vc.client,
+  });
+}
