@@ -60,6 +60,8 @@ export class UpstreamClient {
         headers,
         body: payload,
         dispatcher: this.dispatcher,
+        // undici's own timers are coarse (about 1 s); the signal bounds the whole exchange exactly.
+        signal: AbortSignal.timeout(this.timeoutMs),
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
       });
@@ -100,7 +102,7 @@ async function readLimited(body: Dispatcher.ResponseData['body'], limit: number)
 function classifyNetworkError(err: unknown, stage: UpstreamStage): UpstreamFailure {
   if (err instanceof UpstreamFailure) return err;
   const code = (err as { code?: string }).code ?? '';
-  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT') {
+  if ((err as { name?: string }).name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT') {
     return new UpstreamFailure(3004, `The provider did not answer the ${stage} request in time.`, stage);
   }
   return new UpstreamFailure(3001, `The provider could not be reached (${code || 'connection failed'}).`, stage);
