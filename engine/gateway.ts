@@ -55,11 +55,6 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   if (config.sandbox.enabled) {
     sandbox = new SandboxSimulator(loaded, { clock, queuedMs: config.sandbox.queued_ms * config.timing.scale, runningMs: config.sandbox.running_ms * config.timing.scale });
     await sandbox.start();
-    // The simulator accepts any credentials; give every vendor placeholder ones.
-    for (const v of loaded) {
-      const up = (config.upstreams[v.descriptor.vendor] ??= {});
-      up.credentials = new Proxy({ ...(up.credentials ?? {}) }, { get: (t, k) => (t as Record<string, string>)[k as string] || `sandbox-${String(k)}` });
-    }
   }
   const dispatcher = createUpstreamAgent();
   const vendors = compileVendors(loaded, {

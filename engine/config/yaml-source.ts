@@ -63,9 +63,9 @@ export function parseYaml(text: string, displayPath: string, opts: ReadYamlOptio
   }
   if (problems.length) throw new LoadError(problems);
 
-  if (opts.env) interpolateEnv(doc, opts.env, (node, message) => {
+  if (opts.env) interpolateEnv(doc, opts.env, (node, pointer, message) => {
     const { line, col } = pos(node.range?.[0] ?? 0);
-    problems.push({ file: displayPath, line, col, pointer: '', message });
+    problems.push({ file: displayPath, line, col, pointer, message });
   });
   if (problems.length) throw new LoadError(problems);
 
@@ -83,19 +83,34 @@ export function parseYaml(text: string, displayPath: string, opts: ReadYamlOptio
   return source;
 }
 
-function interpolateEnv(doc: Document, env: Record<string, string | undefined>, report: (node: Node, msg: string) => void): void {
+function interpolateEnv(doc: Document, env: Record<string, string | undefined>, report: (node: Node, pointer: string, msg: string) => void): void {
   visit(doc, {
-    Scalar(_key, node) {
+    Scalar(key, node, path) {
       if (typeof node.value !== 'string' || !node.value.includes('${')) return;
       node.value = node.value.replace(ENV_REF, (_m, name: string, fallback: string | undefined) => {
         const v = env[name];
         if (v !== undefined && v !== '') return v;
         if (fallback !== undefined) return fallback;
-        report(node, `environment variable ${name} is not set (write \${${name}:-default} to give a default)`);
+        report(node, pointerOf(key, path), `environment variable ${name} is not set (write \${${name}:-default} to give a default)`);
         return '';
       });
     },
   });
+}
+
+/** The JSON pointer of a scalar reached by yaml's visit(): map keys of the pairs above it, sequence indexes. */
+function pointerOf(key: number | 'key' | 'value' | null, path: readonly unknown[]): string {
+  const parts: string[] = [];
+  for (let i = 0; i < path.length; i++) {
+    const node = path[i];
+    const child = path[i + 1];
+    if (isSeq(node)) parts.push(String(child === undefined ? key : node.items.indexOf(child as never)));
+    else if (node && typeof node === 'object' && 'key' in node && 'value' in node) {
+      const k = (node as { key: unknown }).key;
+      parts.push(isScalar(k) ? String(k.value) : String(k));
+    }
+  }
+  return parts.map((p) => `/${p.replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
 }
 
 /** Offset of the node a JSON pointer names: a map entry's key, a sequence item, or the nearest parent. */

@@ -54,7 +54,7 @@ function compileVendor(v: LoadedVendor, ctx: CompileContext, problems: Problem[]
   if (!baseUrl) at('/upstream', `no base URL for ${d.vendor}: set upstreams.${d.vendor}.base_url in the config (or turn the sandbox on)`);
   let auth;
   try {
-    auth = createAuth(d.upstream.auth, upstreamConfig.credentials ?? {}, ctx.clock);
+    auth = createAuth(d.upstream.auth, credentialsFor(upstreamConfig.credentials ?? {}, ctx.config.sandbox.enabled), ctx.clock);
   } catch (err) {
     if (!(err instanceof MissingCredentialError)) throw err;
     at('/upstream/auth', `${err.message}: set upstreams.${d.vendor}.credentials in the config`);
@@ -102,4 +102,10 @@ function routeCollisions(plans: readonly VendorPlan[]): Problem[] {
     });
   }
   return problems;
+}
+
+/** The sandbox simulator accepts any credentials: missing ones get placeholders there. */
+function credentialsFor(configured: Record<string, string>, sandbox: boolean): Record<string, string> {
+  if (!sandbox) return configured;
+  return new Proxy({ ...configured }, { get: (t, k) => t[k as string] || `sandbox-${String(k)}` });
 }

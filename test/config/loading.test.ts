@@ -1,0 +1,148 @@
+// Loading: every problem in config.yaml or a descriptor is reported as
+// `file:line:col  /pointer  message`, and an invalid file stops start-up with a non-zero exit.
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { loadConfigText, loadConfigFile } from '../../engine/config/load-config.ts';
+import { formatProblem, LoadError } from '../../engine/config/yaml-source.ts';
+import { compileVendors } from '../../engine/descriptors/compile.ts';
+import { loadVendorDir } from '../../engine/descriptors/load-descriptors.ts';
+import { createUpstreamAgent } from '../../engine/upstream/client.ts';
+import { createAjv } from '../../engine/validation/ajv.ts';
+import { systemClock } from '../../engine/util/clock.ts';
+import { ROOT } from '../helpers/gateway.ts';
+
+const run = promisify(execFile);
+const VALID = readFileSync(join(ROOT, 'vendors/provider_b.yaml'), 'utf8');
+
+/** Load (and compile) one descriptor text as vendors/provider_b.yaml; returns the report lines. */
+function problemsOf(text: string, name = 'provider_b'): string[] {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-desc-'));
+  writeFileSync(join(dir, `${name}.yaml`), text);
+  const ajv = createAjv({ useDefaults: true });
+  const config = loadConfigText(`server: {}\nstore: {}\nsandbox: { enabled: true, demo_api_key: xxxxxxxxxxxxxxxxxxxx }\nvendors: { dir: ${JSON.stringify(dir)} }`, dir, { env: {} });
+  const dispatcher = createUpstreamAgent();
+  try {
+    compileVendors(loadVendorDir(dir, ajv), { ajv, config, clock: systemClock, dispatcher, baseUrlFor: () => 'http://127.0.0.1:9' });
+    return [];
+  } catch (err) {
+    if (!(err instanceof LoadError)) throw err;
+    return err.problems.map((p) => formatProblem({ ...p, file: p.file.replace(/^.*\//, '') }));
+  } finally {
+    void dispatcher.close();
+  }
+}
+
+describe('descriptor loading reports file:line:col /pointer message', () => {
+  it('accepts the shipped descriptor', () => {
+    expect(problemsOf(VALID)).to.deep.equal([]);
+  });
+
+  it('a wrong type', () => {
+    const text = VALID.replace('    status: 202\n    model_name: diffusion', '    status: "fast"\n    model_name: diffusion');
+    const line = text.split('\n').findIndex((l) => l.includes('status: "fast"')) + 1;
+    expect(problemsOf(text)).to.include(`provider_b.yaml:${line}:5  /routes/0/status  must be integer`);
+  });
+
+  it('an unknown field', () => {
+    const text = VALID.replace('    model_name: diffusion\n', '    model_name: diffusion\n    modle: typo\n');
+    const line = text.split('\n').findIndex((l) => l.includes('modle: typo')) + 1;
+    expect(problemsOf(text)).to.deep.equal([`provider_b.yaml:${line}:5  /routes/0/modle  unknown field "modle"`]);
+  });
+
+  it('a missing required field', () => {
+    const text = VALID.replace('        task_id: result\n        accept: code = 1 or code = 22\n        error_message: description\n      poll:\n        path: /mj/task/{upstream_task_id}/fetch\n        interval_ms: 2000', '        accept: code = 1 or code = 22\n        error_message: description\n      poll:\n        path: /mj/task/{upstream_task_id}/fetch\n        interval_ms: 2000');
+    const line = text.split('\n').findIndex((l) => l.includes('submit:')) + 1;
+    expect(problemsOf(text)).to.deep.equal([`provider_b.yaml:${line}:7  /routes/0/upstream/submit  missing required field "task_id"`]);
+  });
+
+  it('a $ref that does not resolve', () => {
+    const text = VALID.replace('          prompt:\n            type: string\n            minLength: 1\n            maxLength: 8192\n            description: Third', '          prompt:\n            $ref: /schemas/nope.schema.json#/$defs/prompt\n            description: Third');
+    const problems = problemsOf(text);
+    expect(problems).to.have.length(1);
+    const line = text.split('\n').findIndex((l) => l.trim() === 'schema:') + 1;
+    expect(problems[0]).to.match(new RegExp(`^provider_b\\.yaml:${line}:7  /routes/0/request/schema  request schema does not compile: can't resolve reference /schemas/nope\\.schema\\.json`));
+  });
+
+  it('an expression that does not compile', () => {
+    const text = VALID.replace("body: '{ \"prompt\": prompt, \"base64Array\": [] }'", "body: '{ \"prompt\": prompt, '");
+    const line = text.split('\n').findIndex((l) => l.includes(`body: '{ "prompt": prompt, '`)) + 1;
+    const problems = problemsOf(text);
+    expect(problems).to.have.length(1);
+    expect(problems[0]).to.match(new RegExp(`^provider_b\\.yaml:${line}:9  /routes/0/upstream/submit/body  expression does not compile: `));
+  });
+
+  it('a YAML syntax error, a foreign format version, and a vendor name that is not the file name', () => {
+    expect(problemsOf('format: 1\nvendor: [unclosed\n')[0]).to.match(/^provider_b\.yaml:\d+:\d+  \/  /);
+    expect(problemsOf(VALID.replace('format: 1', 'format: 2'))).to.deep.equal([`provider_b.yaml:${VALID.split('\n').findIndex((l) => l === 'format: 1') + 1}:1  /format  descriptor format 2 is not supported by this engine (supported: 1)`]);
+    expect(problemsOf(VALID, 'other')[0]).to.match(/^other\.yaml:\d+:1  \/vendor  vendor "provider_b" must match the file name "other"$/);
+  });
+
+  it('reports every problem of every file in one run', () => {
+    const text = VALID.replace('    model_name: diffusion\n', '    model_name: diffusion\n    modle: typo\n').replace('    status: 202\n    model_name: video-diffusion', '    status: 299\n    model_name: video-diffusion');
+    expect(problemsOf(text)).to.have.length(2);
+  });
+});
+
+describe('config loading', () => {
+  it('interpolates ${VAR} and ${VAR:-default} and coerces to the schema types', () => {
+    const c = loadConfigText('server: { port: "${P:-9000}", host: "${H}" }\nstore: {}\nsandbox: { enabled: false }\n', ROOT, { env: { H: '::1' } });
+    expect(c.server.port).to.equal(9000);
+    expect(c.server.host).to.equal('::1');
+    expect(c.store.kind).to.equal('memory');
+  });
+
+  it('a missing variable without default is a positioned problem', () => {
+    try {
+      loadConfigText('server:\n  host: ${NOPE_NOT_SET}\nstore: {}\nsandbox: {}\n', ROOT, { env: {} });
+      expect.fail('should throw');
+    } catch (err) {
+      expect(formatProblem((err as LoadError).problems[0]!)).to.equal('<config>:2:9  /server/host  environment variable NOPE_NOT_SET is not set (write ${NOPE_NOT_SET:-default} to give a default)');
+    }
+  });
+
+  it('schema errors are positioned', () => {
+    try {
+      loadConfigText('server:\n  port: 99999\nstore:\n  kind: mongo\nsandbox: {}\nbogus: 1\n', ROOT, { env: {} });
+      expect.fail('should throw');
+    } catch (err) {
+      const lines = (err as LoadError).problems.map(formatProblem);
+      expect(lines).to.include('<config>:2:3  /server/port  must be <= 65535');
+      expect(lines).to.include('<config>:4:3  /store/kind  must be one of ["memory","redis"]');
+      expect(lines).to.include('<config>:6:1  /bogus  unknown field "bogus"');
+    }
+  });
+
+  it('PORT overrides the listen port', () => {
+    const c = loadConfigText('server: { port: 1234 }\nstore: {}\nsandbox: {}\n', ROOT, { env: { PORT: '4321' } });
+    expect(c.server.port).to.equal(4321);
+    expect(() => loadConfigText('server: {}\nstore: {}\nsandbox: {}\n', ROOT, { env: { PORT: 'eighty' } })).to.throw(LoadError, /PORT=eighty/);
+  });
+
+  it('the shipped config.yaml and config.production.yaml load', () => {
+    const dev = loadConfigFile(join(ROOT, 'config.yaml'), { env: {} });
+    expect(dev.sandbox.enabled).to.equal(true);
+    expect(dev.store.kind).to.equal('memory');
+    const prod = loadConfigFile(join(ROOT, 'config.production.yaml'), { env: { REDIS_URL: 'redis://r:6379', GATEWAY_ADMIN_TOKEN: 't', PROVIDER_B_BASE_URL: 'https://mj.example.com', PROVIDER_B_API_KEY: 'k' } });
+    expect(prod.sandbox.enabled).to.equal(false);
+    expect(prod.upstreams.provider_b!.credentials!.api_key).to.equal('k');
+    expect(() => loadConfigFile(join(ROOT, 'config.production.yaml'), { env: {} })).to.throw(LoadError, /REDIS_URL is not set/);
+  });
+});
+
+describe('an invalid file stops start-up with the report and a non-zero exit', () => {
+  it('gateway serve / gateway check exit 1 and print file:line:col lines', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-bad-'));
+    mkdirSync(join(dir, 'vendors'));
+    writeFileSync(join(dir, 'vendors', 'provider_b.yaml'), VALID.replace('    model_name: diffusion\n', '    model_name: diffusion\n    modle: typo\n'));
+    writeFileSync(join(dir, 'config.yaml'), 'server: { port: 0 }\nstore: {}\nsandbox: { enabled: true, demo_api_key: xxxxxxxxxxxxxxxxxxxx }\nlog: { level: silent }\nvendors: { dir: vendors }\n');
+    for (const cmd of ['serve', 'check']) {
+      const r = await run(process.execPath, [join(ROOT, 'engine/cli/main.ts'), cmd, '--config', join(dir, 'config.yaml')]).catch((e) => e);
+      expect(r.code, cmd).to.equal(1);
+      expect(r.stderr).to.match(/vendors\/provider_b\.yaml:\d+:5 {2}\/routes\/0\/modle {2}unknown field "modle"/);
+    }
+  });
+});
