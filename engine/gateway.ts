@@ -94,9 +94,12 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   const close = () =>
     (closing ??= (async () => {
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Keep-alive sockets become idle as their last response ends: close them as they do.
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
       server.closeIdleConnections();
       const grace = setTimeout(() => server.closeAllConnections(), config.server.shutdown_grace_ms);
       await drained;
+      clearInterval(sweep);
       clearTimeout(grace);
       await scheduler.close();
       await sandbox?.close();

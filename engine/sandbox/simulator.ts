@@ -117,11 +117,13 @@ export class SandboxSimulator {
       return send(res, 400, { error: 'sandbox: body is not JSON' });
     }
     const prompt = String((await route.prompt.evaluate(body).catch(() => '')) ?? '');
-    if (prompt.includes('[sandbox:reject]')) return send(res, 400, { code: 4, description: 'Request rejected by the sandbox ([sandbox:reject])', error: { code: 'InvalidParameter', message: 'rejected by the sandbox' } });
-    if (prompt.includes('[sandbox:unavailable]')) return send(res, 503, { error: 'sandbox: temporarily unavailable' });
+    // Steering text is looked for anywhere in the upstream body, whatever the vendor's shape.
+    const text = JSON.stringify(body);
+    if (text.includes('[sandbox:reject]')) return send(res, 400, { code: 4, description: 'Request rejected by the sandbox ([sandbox:reject])', error: { code: 'InvalidParameter', message: 'rejected by the sandbox' } });
+    if (text.includes('[sandbox:unavailable]')) return send(res, 503, { error: 'sandbox: temporarily unavailable' });
     const id = `sbx${randomBase62(16)}`;
-    const outcome: Outcome = prompt.includes('[sandbox:fail]') ? 'failed' : prompt.includes('[sandbox:hang]') ? 'hang' : prompt.includes('[sandbox:garbage]') ? 'garbage' : 'succeeded';
-    this.tasks.set(id, { fixtures: route.fixtures, createdAt: this.opts.clock.now(), outcome, slow: prompt.includes('[sandbox:slow]') ? 10 : 1, prompt });
+    const outcome: Outcome = text.includes('[sandbox:fail]') ? 'failed' : text.includes('[sandbox:hang]') ? 'hang' : text.includes('[sandbox:garbage]') ? 'garbage' : 'succeeded';
+    this.tasks.set(id, { fixtures: route.fixtures, createdAt: this.opts.clock.now(), outcome, slow: text.includes('[sandbox:slow]') ? 10 : 1, prompt });
     const created = route.fixtures.get('created');
     if (!created) return send(res, 500, { error: `sandbox: ${route.vendor} has no "created" fixture` });
     send(res, 200, this.fill(created, id, prompt));
