@@ -1,0 +1,227 @@
+// A route's `pricing` block (format: ./pricing.schema.json) compiled, once, into a PricePlan.
+//
+//   hold   = unit_price(request)            x quantity(request)          -> milli-credits
+//   settle = unit_price(request, $result)   x settle_quantity(request, $result, $upstream)
+//            clamped to the hold: a task is never billed more than was held for it (the hold is
+//            the maximum the client agreed to; an upstream reporting more is our loss, and the
+//            descriptor's quantity expression is what must be fixed).
+//
+// Each product is converted exactly (BigInt) with one half-up rounding to the milli-credit
+// (see money.ts). Expressions are JSONata, compiled here once; a quantity must evaluate to a
+// non-negative safe integer — anything else (2.5, -1, "3", missing) is a configuration error,
+// reported at request time as GatewayError 4005, never silently rounded.
+import { compileExpr, ExprError, type CompiledExpr } from '../descriptors/expr.ts';
+import { GatewayError } from '../errors/gateway-error.ts';
+import { decimalToString, parseDecimal, usdToMilli, MoneyError, type Decimal, type Milli } from './money.ts';
+
+export interface PricingTable {
+  by: string;
+  table: Record<string, string>;
+}
+
+/** The YAML block, as parsed. */
+export interface PricingBlock {
+  unit: string;
+  unit_price: string | PricingTable;
+  quantity?: string | number;
+  settle_quantity?: string | number;
+  estimated?: boolean;
+  note?: string;
+}
+
+export interface PricingOptions {
+  /** billing.credits_per_usd (positive integer, default 100). */
+  creditsPerUsd?: number;
+  /** Names the route in error messages, e.g. "POST /vendors/provider_a/v1/model_a/generation". */
+  label?: string;
+}
+
+/** One evaluated price, for logs and the ledger note. */
+export interface PriceQuote {
+  milli: Milli;
+  quantity: number;
+  unitPriceUsd: string;
+  /** The table key selected by `unit_price.by`, when the price is a table. */
+  tableKey?: string;
+}
+
+export interface PricePlan {
+  readonly unit: string;
+  readonly estimated: boolean;
+  readonly note: string | undefined;
+  /** Human summary, e.g. "0.085 USD per image" or "480p 0.050, 720p 0.100, 1080p 0.200 USD per second". */
+  readonly summary: string;
+  readonly creditsPerUsd: number;
+  /** The amount to hold when the task is created: the most it can cost. */
+  hold(request: unknown): Promise<Milli>;
+  /** The amount to settle on success; never more than hold(request). */
+  settle(request: unknown, result?: unknown, upstream?: unknown): Promise<Milli>;
+  quoteHold(request: unknown): Promise<PriceQuote>;
+  quoteSettle(request: unknown, result?: unknown, upstream?: unknown): Promise<PriceQuote>;
+}
+
+/** A pricing block that cannot be compiled; `pointer` is relative to the pricing block. */
+export class PricingConfigError extends Error {
+  readonly pointer: string;
+  constructor(pointer: string, message: string) {
+    super(message);
+    this.name = 'PricingConfigError';
+    this.pointer = pointer;
+  }
+}
+
+type QuantityFn = (request: unknown, bindings: Record<string, unknown>) => Promise<number>;
+type PriceFn = (request: unknown, bindings: Record<string, unknown>) => Promise<{ price: Decimal; key?: string }>;
+
+export const DEFAULT_CREDITS_PER_USD = 100;
+
+export function compilePricing(block: unknown, opts: PricingOptions = {}): PricePlan {
+  const creditsPerUsd = opts.creditsPerUsd ?? DEFAULT_CREDITS_PER_USD;
+  if (!Number.isSafeInteger(creditsPerUsd) || creditsPerUsd <= 0) {
+    throw new PricingConfigError('', `credits_per_usd must be a positive integer, got ${creditsPerUsd}`);
+  }
+  const label = opts.label ?? 'this route';
+  if (!isObject(block)) throw new PricingConfigError('', 'pricing must be an object');
+  const known = new Set(['unit', 'unit_price', 'quantity', 'settle_quantity', 'estimated', 'note']);
+  for (const k of Object.keys(block)) if (!known.has(k)) throw new PricingConfigError(`/${k}`, `unknown pricing property "${k}"`);
+
+  const unit = block.unit;
+  if (typeof unit !== 'string' || !/^[a-z][a-z0-9_]{0,31}$/.test(unit)) {
+    throw new PricingConfigError('/unit', 'unit must be a lower-case label such as "image" or "second"');
+  }
+  const estimated = block.estimated ?? false;
+  if (typeof estimated !== 'boolean') throw new PricingConfigError('/estimated', 'estimated must be a boolean');
+  const note = block.note;
+  if (note !== undefined && typeof note !== 'string') throw new PricingConfigError('/note', 'note must be a string');
+
+  const { fn: priceOf, summary: priceSummary } = compilePrice(block.unit_price, label);
+  const holdQty = compileQuantity(block.quantity ?? 1, '/quantity', label);
+  const settleQty = block.settle_quantity === undefined ? holdQty : compileQuantity(block.settle_quantity, '/settle_quantity', label);
+
+  const quote = async (request: unknown, qty: QuantityFn, bindings: Record<string, unknown>): Promise<PriceQuote> => {
+    const [{ price, key }, quantity] = await Promise.all([priceOf(request, bindings), qty(request, bindings)]);
+    let milli: Milli;
+    try {
+      milli = usdToMilli(price, creditsPerUsd, quantity);
+    } catch (err) {
+      throw configError(label, `the price ${decimalToString(price)} x ${quantity} is out of range`, err);
+    }
+    return { milli, quantity, unitPriceUsd: decimalToString(price), ...(key === undefined ? {} : { tableKey: key }) };
+  };
+
+  const quoteHold = (request: unknown) => quote(request, holdQty, {});
+  const quoteSettle = async (request: unknown, result?: unknown, upstream?: unknown): Promise<PriceQuote> => {
+    const bindings = { result: result ?? {}, upstream: upstream ?? {} };
+    const [held, settled] = await Promise.all([quoteHold(request), quote(request, settleQty, bindings)]);
+    return settled.milli > held.milli ? { ...settled, milli: held.milli } : settled;
+  };
+
+  return Object.freeze({
+    unit,
+    estimated,
+    note,
+    summary: `${priceSummary} USD per ${unit.replace(/_/g, ' ')}${estimated ? ' (estimated)' : ''}`,
+    creditsPerUsd,
+    quoteHold,
+    quoteSettle,
+    hold: async (request: unknown) => (await quoteHold(request)).milli,
+    settle: async (request: unknown, result?: unknown, upstream?: unknown) => (await quoteSettle(request, result, upstream)).milli,
+  });
+}
+
+function compilePrice(spec: unknown, label: string): { fn: PriceFn; summary: string } {
+  if (typeof spec === 'string') {
+    const price = parseUsd(spec, '/unit_price');
+    return { fn: async () => ({ price }), summary: spec };
+  }
+  if (!isObject(spec)) {
+    throw new PricingConfigError('/unit_price', 'unit_price must be a quoted USD decimal string ("0.085") or {by, table}');
+  }
+  for (const k of Object.keys(spec)) {
+    if (k !== 'by' && k !== 'table') throw new PricingConfigError(`/unit_price/${k}`, `unknown property "${k}"`);
+  }
+  if (typeof spec.by !== 'string' || spec.by.trim() === '') throw new PricingConfigError('/unit_price/by', 'by must be an expression');
+  const by = compile(spec.by, '/unit_price/by');
+  if (!isObject(spec.table) || Object.keys(spec.table).length === 0) {
+    throw new PricingConfigError('/unit_price/table', 'table must map keys to USD decimal strings');
+  }
+  const table = new Map<string, Decimal>();
+  for (const [k, v] of Object.entries(spec.table)) table.set(k, parseUsd(v, `/unit_price/table/${escapePointer(k)}`));
+  return {
+    summary: [...table].map(([k, v]) => `${k} ${decimalToString(v)}`).join(', '),
+    fn: async (request, bindings) => {
+      const key = await evaluate(by, request, bindings, label);
+      if (typeof key !== 'string' && typeof key !== 'number') {
+        throw configError(label, `unit_price.by \`${by.source}\` returned ${describe(key)}, not a table key`);
+      }
+      const price = table.get(String(key));
+      if (!price) throw configError(label, `unit_price.by returned "${key}", which is not in the price table (${[...table.keys()].join(', ')})`);
+      return { price, key: String(key) };
+    },
+  };
+}
+
+function compileQuantity(spec: unknown, pointer: string, label: string): QuantityFn {
+  if (typeof spec === 'number') {
+    if (!Number.isSafeInteger(spec) || spec < 0) throw new PricingConfigError(pointer, `a constant quantity must be a non-negative integer, got ${spec}`);
+    return async () => spec;
+  }
+  if (typeof spec !== 'string' || spec.trim() === '') {
+    throw new PricingConfigError(pointer, 'quantity must be a non-negative integer or an expression');
+  }
+  const expr = compile(spec, pointer);
+  const name = pointer.slice(1);
+  return async (request, bindings) => {
+    const q = await evaluate(expr, request, bindings, label);
+    if (typeof q !== 'number' || !Number.isSafeInteger(q) || q < 0) {
+      throw configError(label, `${name} \`${expr.source}\` returned ${describe(q)}, not a non-negative integer`);
+    }
+    return q;
+  };
+}
+
+function compile(source: string, pointer: string): CompiledExpr {
+  try {
+    return compileExpr(source);
+  } catch (err) {
+    const pos = err instanceof ExprError && err.position !== undefined ? ` at character ${err.position}` : '';
+    throw new PricingConfigError(pointer, `expression does not parse${pos}: ${(err as Error).message}`);
+  }
+}
+
+async function evaluate(expr: CompiledExpr, input: unknown, bindings: Record<string, unknown>, label: string): Promise<unknown> {
+  try {
+    return await expr.evaluate(input, bindings);
+  } catch (err) {
+    throw configError(label, `expression \`${expr.source}\` failed`, err);
+  }
+}
+
+function parseUsd(v: unknown, pointer: string): Decimal {
+  if (typeof v !== 'string') {
+    throw new PricingConfigError(pointer, `a USD price must be a quoted decimal string (e.g. "0.085"), got ${describe(v)}`);
+  }
+  try {
+    const d = parseDecimal(v);
+    if (d.units < 0n) throw new MoneyError('negative');
+    return d;
+  } catch {
+    throw new PricingConfigError(pointer, `"${v}" is not a non-negative USD decimal`);
+  }
+}
+
+function configError(label: string, why: string, cause?: unknown): GatewayError {
+  return new GatewayError(4005, `The pricing of ${label} is misconfigured: ${why}.`, cause === undefined ? {} : { cause });
+}
+
+function describe(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (typeof v === 'string') return `the string "${v}"`;
+  return JSON.stringify(v) ?? String(v);
+}
+
+const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

@@ -1,0 +1,174 @@
+// The wallet port. One wallet per tenant, with an append-only ledger. EVERY method is one atomic
+// operation on one wallet: the memory adapter runs each method synchronously (no await between
+// its read and its write); a Redis adapter implements each as one Lua script on the wallet's
+// keys. Services never read-modify-write.
+//
+// Model (amounts are milli-credits, see money.ts):
+//   balance   = top-ups + adjustments - settled         (the ledger balance; open holds are still in it)
+//   held      = sum of open holds
+//   available = balance - held                          (what a new hold may take)
+// Invariant after every operation:
+//   top-ups + adjustments = available + held + settled
+// and balance/held cached on the wallet record equal their ledger-derived values.
+//
+// Ledger entries (amounts are positive magnitudes; only an adjustment may be negative):
+//   topup       +amount to balance                      ref = payment / operator reference (idempotent per ref)
+//   adjustment  +/-amount to balance                     ref = operator reference (idempotent per ref)
+//   hold        amount moved into held                   ref = task id / request id (one hold per ref)
+//   settle      amount leaves held and balance (spent)   ref = the hold's ref
+//   release     amount leaves held (back to available)   ref = the hold's ref
+// A ref's entries are exactly one of: [hold] (open), [hold, release], [hold, settle] or
+// [hold, settle, release] (partial settlement: the remainder is released in the same step).
+// A synchronous charge writes [hold, settle] in one step.
+import type { Milli } from './money.ts';
+
+export type LedgerKind = 'topup' | 'hold' | 'settle' | 'release' | 'adjustment';
+
+export interface LedgerEntry {
+  /** `led_...`, unique. */
+  id: string;
+  /** Position in this wallet's ledger, 1, 2, 3... (also the page cursor). */
+  seq: number;
+  /** ISO 8601. */
+  at: string;
+  kind: LedgerKind;
+  amount: Milli;
+  ref: string;
+  note: string;
+}
+
+export type AlertState = 'NORMAL' | 'ALERTED';
+
+export interface WalletRecord {
+  tenantId: string;
+  balance: Milli;
+  held: Milli;
+  /** Per-tenant balance.low threshold; null = the configured default. */
+  threshold: Milli | null;
+  alertState: AlertState;
+  /** Epoch ms of the last balance.low emitted, null if none since the wallet was created. */
+  lastAlertAt: number | null;
+  /** Seq of the last ledger entry. */
+  seq: number;
+}
+
+export type HoldState = 'open' | 'settled' | 'released';
+
+export interface HoldRecord {
+  ref: string;
+  amount: Milli;
+  state: HoldState;
+  settled: Milli;
+  released: Milli;
+  at: string;
+  /** True for a synchronous charge (hold + settle in one step). */
+  charge: boolean;
+}
+
+export interface HoldResult {
+  status: 'held' | 'duplicate' | 'insufficient';
+  /** The hold (the first one for a duplicate); absent when insufficient. */
+  hold?: HoldRecord;
+  wallet: WalletRecord;
+}
+
+export interface CloseResult {
+  /** closed: this call settled/released the hold. duplicate: it was already closed (the first outcome is returned). unknown: no hold has this ref. */
+  status: 'closed' | 'duplicate' | 'unknown';
+  hold?: HoldRecord;
+  wallet: WalletRecord;
+}
+
+export interface CreditResult {
+  status: 'credited' | 'duplicate';
+  entry: LedgerEntry;
+  wallet: WalletRecord;
+}
+
+export interface LowBalanceInput {
+  /** 'settlement' may raise an alert; 'credit' (top-up, adjustment, release) may only recover. */
+  trigger: 'settlement' | 'credit';
+  defaultThreshold: Milli;
+  /** Whether an active endpoint subscribes to balance.low. When false no alert is raised and the edge is NOT consumed. */
+  subscribed: boolean;
+  now: number;
+  throttleMs: number;
+}
+
+export interface LowBalanceDecision {
+  /** True when the caller must emit balance.low now (the state change is already recorded). */
+  alert: boolean;
+  /** The state after this call. */
+  state: AlertState;
+  recovered: boolean;
+  available: Milli;
+  threshold: Milli;
+}
+
+export interface LedgerPage {
+  entries: LedgerEntry[];
+  /** Pass as `beforeSeq` for the next (older) page; null at the end. */
+  nextBeforeSeq: number | null;
+}
+
+export interface WalletSnapshot {
+  wallet: WalletRecord;
+  entries: LedgerEntry[];
+  holds: HoldRecord[];
+}
+
+export interface WalletStore {
+  /** The wallet (a zero wallet if the tenant has none yet). */
+  get(tenantId: string): Promise<WalletRecord>;
+  /** Add a top-up (amount > 0) or an adjustment (amount != 0). Idempotent per (kind, ref). */
+  credit(tenantId: string, kind: 'topup' | 'adjustment', ref: string, amount: Milli, note: string, at: string): Promise<CreditResult>;
+  /** Hold `amount` for `ref` iff amount <= available (amount 0 always holds). One hold per ref. */
+  hold(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<HoldResult>;
+  /** Settle min(actual, held) of the open hold `ref` and release the rest. Exactly once per ref. */
+  settle(tenantId: string, ref: string, actual: Milli, note: string, at: string): Promise<CloseResult>;
+  /** Release the open hold `ref` entirely. Exactly once per ref (a settled ref is not released). */
+  release(tenantId: string, ref: string, note: string, at: string): Promise<CloseResult>;
+  /** Hold and settle `amount` in one step, for usage billed after the fact; may take available below 0. Once per ref. */
+  charge(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<CloseResult>;
+  /** Ledger entries newest first, `limit` of them, with seq < beforeSeq when given. */
+  list(tenantId: string, limit: number, beforeSeq?: number): Promise<LedgerPage>;
+  /** Set (or clear, with null) the tenant's balance.low threshold. */
+  setThreshold(tenantId: string, threshold: Milli | null): Promise<WalletRecord>;
+  /** The balance.low state machine, in one atomic step on the wallet's current numbers. */
+  lowBalance(tenantId: string, input: LowBalanceInput): Promise<LowBalanceDecision>;
+  /** Everything about one wallet, for invariant checks and audits. */
+  snapshot(tenantId: string): Promise<WalletSnapshot>;
+}
+
+/**
+ * The balance.low state machine on a wallet record — the reference semantics every adapter
+ * implements atomically (the memory adapter calls this; a Lua script mirrors it).
+ *   available >= threshold            -> NORMAL (an ALERTED wallet has recovered); no alert
+ *   below, trigger 'credit'           -> unchanged; no alert (holds and credits never alert)
+ *   below, settlement, no subscriber  -> unchanged; no alert (the edge is not consumed)
+ *   below, settlement, NORMAL         -> ALERTED, alert (the edge; no throttle applies)
+ *   below, settlement, ALERTED        -> alert again only if the last one is >= throttleMs old
+ * Returns the decision and the fields to write back.
+ */
+export function applyLowBalance(
+  wallet: Pick<WalletRecord, 'balance' | 'held' | 'threshold' | 'alertState' | 'lastAlertAt'>,
+  input: LowBalanceInput,
+): { decision: LowBalanceDecision; alertState: AlertState; lastAlertAt: number | null } {
+  const available = wallet.balance - wallet.held;
+  const threshold = wallet.threshold ?? input.defaultThreshold;
+  const keep = { alertState: wallet.alertState, lastAlertAt: wallet.lastAlertAt };
+  const result = (alert: boolean, alertState: AlertState, lastAlertAt: number | null, recovered = false) => ({
+    decision: { alert, state: alertState, recovered, available, threshold },
+    alertState,
+    lastAlertAt,
+  });
+  if (available >= threshold) {
+    return result(false, 'NORMAL', keep.lastAlertAt, wallet.alertState === 'ALERTED');
+  }
+  if (input.trigger !== 'settlement' || !input.subscribed) return result(false, keep.alertState, keep.lastAlertAt);
+  if (wallet.alertState === 'NORMAL') return result(true, 'ALERTED', input.now);
+  if (wallet.lastAlertAt === null || input.now - wallet.lastAlertAt >= input.throttleMs) {
+    return result(true, 'ALERTED', input.now);
+  }
+  return result(false, keep.alertState, keep.lastAlertAt);
+}

@@ -1,0 +1,235 @@
+// BillingService: the tenant wallet. Every money movement is one atomic WalletStore call; this
+// class validates amounts, turns outcomes into GatewayErrors, and runs the after-effects
+// (daily-spend accounting, balance.low) once the movement is recorded.
+//
+// Async tasks:   hold(tenant, taskId, plan.hold(req))  at creation      -> 1003 (402) if not enough, no hold written
+//                settle(tenant, taskId, plan.settle(req, result))  on success (min(actual, held); rest released)
+//                release(tenant, taskId)                on failure / timeout (nothing billed)
+//   settle and release are exactly-once per ref: whichever comes first closes the hold; any later
+//   settle/release of that ref is a no-op returning the first outcome (duplicate: true).
+// Sync usage:    ensureCanSpend(tenant) before the call (available > 0, else 1003), then
+//                charge(tenant, requestId, cost) after it: hold + settle in one step, allowed to take
+//                the available balance below zero (the usage has already been served; the next
+//                request is refused by ensureCanSpend until a top-up).
+import { GatewayError } from '../errors/gateway-error.ts';
+import { isoNow, systemClock, type Clock } from '../util/clock.ts';
+import { BILLING_DEFAULTS } from './config.ts';
+import { checkLedger, type InvariantReport } from './invariant.ts';
+import type { LowBalanceMonitor } from './low-balance.ts';
+import { assertMilli, creditsToMilli, formatCredits, MoneyError, type Milli } from './money.ts';
+import type { AlertState, CloseResult, HoldRecord, LedgerEntry, WalletStore } from './store.ts';
+
+/**
+ * Daily-spend accounting hooked into holds and settlements (implemented by LimitsService).
+ * reserveSpend may refuse with GatewayError 1005; cancelSpend undoes a reservation whose hold was
+ * refused; finalizeSpend and recordSpend never refuse; all are idempotent per ref.
+ */
+export interface SpendGuard {
+  reserveSpend(tenantId: string, ref: string, milli: Milli): Promise<void>;
+  cancelSpend(tenantId: string, ref: string): Promise<void>;
+  finalizeSpend(tenantId: string, ref: string, actualMilli: Milli): Promise<void>;
+  recordSpend(tenantId: string, ref: string, milli: Milli): Promise<void>;
+}
+
+export interface BillingServiceOptions {
+  store: WalletStore;
+  clock?: Clock;
+  /** balance.low; without it no event is ever emitted. */
+  lowBalance?: LowBalanceMonitor;
+  /** Daily spend limit; without it spend is not limited. */
+  spend?: SpendGuard;
+  /** Threshold shown by getWallet when no monitor is given (milli; default 1000.00 credits). */
+  defaultThreshold?: Milli;
+}
+
+export interface WalletView {
+  tenantId: string;
+  balance: Milli;
+  held: Milli;
+  available: Milli;
+  state: AlertState;
+  /** The effective balance.low threshold (the tenant's override or the default). */
+  threshold: Milli;
+}
+
+export interface HoldOutcome {
+  ref: string;
+  amount: Milli;
+  /** True when a hold for this ref already existed (it is returned, nothing new is held). */
+  duplicate: boolean;
+}
+
+export interface CloseOutcome {
+  ref: string;
+  /** 'unknown': no hold has this ref (nothing was moved). */
+  status: 'settled' | 'released' | 'open' | 'unknown';
+  held: Milli;
+  settled: Milli;
+  released: Milli;
+  /** True when this call did nothing because the ref was already closed; the first outcome is returned. */
+  duplicate: boolean;
+}
+
+export interface LedgerQuery {
+  /** 1..200, default 50. */
+  limit?: number;
+  /** `next_cursor` of the previous page. */
+  cursor?: string | null;
+}
+
+export interface LedgerListing {
+  entries: LedgerEntry[];
+  next_cursor: string | null;
+}
+
+export class BillingService {
+  private readonly store: WalletStore;
+  private readonly clock: Clock;
+  private readonly lowBalance: LowBalanceMonitor | undefined;
+  private readonly spend: SpendGuard | undefined;
+  private readonly defaultThreshold: Milli;
+
+  constructor(opts: BillingServiceOptions) {
+    this.store = opts.store;
+    this.clock = opts.clock ?? systemClock;
+    this.lowBalance = opts.lowBalance;
+    this.spend = opts.spend;
+    this.defaultThreshold =
+      opts.lowBalance?.defaultThreshold ?? opts.defaultThreshold ?? creditsToMilli(BILLING_DEFAULTS.threshold_credits);
+  }
+
+  /** Credit a top-up (milli > 0). Idempotent per ref (a payment id): a repeat returns the first entry. */
+  async topUp(tenantId: string, milli: Milli, ref: string, note = ''): Promise<LedgerEntry> {
+    assertMilli(milli, 'top-up');
+    if (milli <= 0) throw new MoneyError(`a top-up must be positive, got ${milli}`);
+    const r = await this.store.credit(tenantId, 'topup', ref, milli, note, this.now());
+    if (r.status === 'credited') await this.lowBalance?.afterCredit(tenantId);
+    return r.entry;
+  }
+
+  /** An operator correction (milli != 0, may be negative). Idempotent per ref. */
+  async adjust(tenantId: string, milli: Milli, ref: string, note = ''): Promise<LedgerEntry> {
+    assertMilli(milli, 'adjustment');
+    if (milli === 0) throw new MoneyError('an adjustment must not be zero');
+    const r = await this.store.credit(tenantId, 'adjustment', ref, milli, note, this.now());
+    if (r.status === 'credited') await this.lowBalance?.afterCredit(tenantId);
+    return r.entry;
+  }
+
+  /**
+   * Hold `milli` for `ref` (a task id). Throws 1005 when the daily spend limit would be passed,
+   * 1003 (402) when the available balance is less than `milli` — in both cases nothing is held.
+   * A second hold for the same ref returns the first (duplicate: true) and holds nothing more.
+   */
+  async hold(tenantId: string, ref: string, milli: Milli, note = ''): Promise<HoldOutcome> {
+    assertMilli(milli, 'hold', { nonNegative: true });
+    await this.spend?.reserveSpend(tenantId, ref, milli);
+    const r = await this.store.hold(tenantId, ref, milli, note, this.now());
+    if (r.status === 'insufficient') {
+      await this.spend?.cancelSpend(tenantId, ref);
+      const available = r.wallet.balance - r.wallet.held;
+      throw new GatewayError(
+        1003,
+        `Insufficient balance: this request needs ${formatCredits(milli, 'up')} credits and ${formatCredits(Math.max(available, 0))} are available.`,
+      );
+    }
+    const hold = r.hold as HoldRecord;
+    return { ref, amount: hold.amount, duplicate: r.status === 'duplicate' };
+  }
+
+  /** Settle min(actualMilli, held) of the hold `ref` and release the rest. Exactly once per ref. */
+  async settle(tenantId: string, ref: string, actualMilli: Milli, note = ''): Promise<CloseOutcome> {
+    assertMilli(actualMilli, 'settlement', { nonNegative: true });
+    const r = await this.store.settle(tenantId, ref, actualMilli, note, this.now());
+    return this.afterClose(tenantId, ref, r);
+  }
+
+  /** Release the hold `ref` (task failed: nothing billed). Exactly once per ref. */
+  async release(tenantId: string, ref: string, note = ''): Promise<CloseOutcome> {
+    const r = await this.store.release(tenantId, ref, note, this.now());
+    return this.afterClose(tenantId, ref, r);
+  }
+
+  /** Synchronous usage: hold + settle `milli` in one step; may overdraw. Once per ref. */
+  async charge(tenantId: string, ref: string, milli: Milli, note = ''): Promise<CloseOutcome> {
+    assertMilli(milli, 'charge', { nonNegative: true });
+    const r = await this.store.charge(tenantId, ref, milli, note, this.now());
+    const hold = r.hold as HoldRecord;
+    await this.spend?.recordSpend(tenantId, ref, hold.settled);
+    if (r.status === 'closed') await this.lowBalance?.afterSettlement(tenantId);
+    return outcome(ref, r);
+  }
+
+  /** For synchronous (post-paid) calls: refuse with 1003 unless the available balance is > 0. */
+  async ensureCanSpend(tenantId: string): Promise<void> {
+    const w = await this.store.get(tenantId);
+    if (w.balance - w.held <= 0) {
+      throw new GatewayError(1003, 'Insufficient balance: the wallet has no available credits.');
+    }
+  }
+
+  async getWallet(tenantId: string): Promise<WalletView> {
+    const w = await this.store.get(tenantId);
+    return {
+      tenantId,
+      balance: w.balance,
+      held: w.held,
+      available: w.balance - w.held,
+      state: w.alertState,
+      threshold: w.threshold ?? this.defaultThreshold,
+    };
+  }
+
+  /** Ledger entries, newest first. */
+  async listLedger(tenantId: string, query: LedgerQuery = {}): Promise<LedgerListing> {
+    const limit = query.limit ?? 50;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
+      throw new GatewayError(2003, 'limit must be an integer from 1 to 200.', { errors: [{ pointer: '/query/limit', detail: 'must be 1 to 200' }] });
+    }
+    let before: number | undefined;
+    if (query.cursor !== undefined && query.cursor !== null && query.cursor !== '') {
+      if (!/^[1-9]\d{0,15}$/.test(query.cursor)) {
+        throw new GatewayError(2003, 'The cursor is not valid.', { errors: [{ pointer: '/query/cursor', detail: 'not a cursor from a previous page' }] });
+      }
+      before = Number(query.cursor);
+    }
+    const page = await this.store.list(tenantId, limit, before);
+    return { entries: page.entries, next_cursor: page.nextBeforeSeq === null ? null : String(page.nextBeforeSeq) };
+  }
+
+  /** Set the tenant's balance.low threshold (milli >= 0), or null for the configured default. */
+  async setThreshold(tenantId: string, milli: Milli | null): Promise<WalletView> {
+    if (milli !== null) assertMilli(milli, 'threshold', { nonNegative: true });
+    await this.store.setThreshold(tenantId, milli);
+    await this.lowBalance?.afterCredit(tenantId); // a lowered threshold can be a recovery
+    return this.getWallet(tenantId);
+  }
+
+  /** Replay the ledger against the cached wallet; `ok` with no violations when consistent. */
+  async checkInvariant(tenantId: string): Promise<InvariantReport> {
+    return checkLedger(await this.store.snapshot(tenantId));
+  }
+
+  private async afterClose(tenantId: string, ref: string, r: CloseResult): Promise<CloseOutcome> {
+    if (r.status === 'unknown') return outcome(ref, r);
+    const hold = r.hold as HoldRecord;
+    // Also on duplicates: finalizeSpend is idempotent, and repeating it repairs a crash that
+    // happened between the wallet settlement and the spend accounting.
+    await this.spend?.finalizeSpend(tenantId, ref, hold.settled);
+    if (r.status === 'closed' && this.lowBalance) {
+      if (hold.state === 'settled') await this.lowBalance.afterSettlement(tenantId);
+      else await this.lowBalance.afterCredit(tenantId);
+    }
+    return outcome(ref, r);
+  }
+
+  private now(): string {
+    return isoNow(this.clock);
+  }
+}
+
+function outcome(ref: string, r: CloseResult): CloseOutcome {
+  const h = r.hold;
+  if (!h) return { ref, status: 'unknown', held: 0, settled: 0, released: 0, duplicate: false };
+  return { ref, status: h.state, held: h.amount, settled: h.settled, released: h.released, duplicate: r.status === 'duplicate' };
+}

@@ -1,0 +1,147 @@
+// Idempotency-Key on creating requests (POST). The first successful (2xx) answer to a key is
+// stored and replayed for `ttlMs` (default 24 h, counted from that answer) instead of running —
+// and billing — the request again. Rules:
+//  - keys are per tenant; 1 to 255 visible ASCII characters, else 2003 (400);
+//  - the same key with another fingerprint (tenant + METHOD + path + canonical-JSON body,
+//    SHA-256) -> 409 (code 2000, title Conflict), whether the first is done or still running;
+//  - concurrent duplicates: exactly one runs; the others poll the store every `pollMs` for up
+//    to `waitMs` (default 10 s) and then replay its answer; still running after that -> 409
+//    "in progress" with Retry-After: 1;
+//  - only 2xx answers are stored. A non-2xx answer or a thrown error releases the key, so the
+//    client can retry with the same key (e.g. after a top-up that cures a 402): nothing was
+//    created or billed when a create fails synchronously;
+//  - a claim whose process died is taken over after `lockMs` (default 5 min);
+//  - replays carry the stored status, headers and body, plus `Idempotent-Replayed: true`.
+import { createHash, randomUUID } from 'node:crypto';
+import { setTimeout as sleepMs } from 'node:timers/promises';
+import { HTTP_ONLY } from '../errors/catalogue.ts';
+import { GatewayError } from '../errors/gateway-error.ts';
+import { systemClock, type Clock } from '../util/clock.ts';
+import type { IdempotencyStore, StoredResponse } from './store.ts';
+
+export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
+export const REPLAYED_HEADER = 'Idempotent-Replayed';
+const KEY_RE = /^[\x20-\x7e]{1,255}$/;
+
+export interface IdempotencyOptions {
+  store: IdempotencyStore;
+  clock?: Clock;
+  /** How long an answer is replayed (config idempotency.ttl_seconds; default 86400). */
+  ttlMs?: number;
+  /** How long a claim blocks duplicates if its owner never answers (default 300 s). */
+  lockMs?: number;
+  /** How long a concurrent duplicate waits for the first answer (default 10 s). */
+  waitMs?: number;
+  pollMs?: number;
+  /** Injected for tests; default a real timer. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export interface IdempotentRequest {
+  tenantId: string;
+  /** The Idempotency-Key header; undefined = no idempotency, the handler just runs. */
+  key: string | undefined;
+  method: string;
+  path: string;
+  body: unknown;
+}
+
+export interface IdempotentResult {
+  response: StoredResponse;
+  replayed: boolean;
+}
+
+export class IdempotencyService {
+  readonly ttlMs: number;
+  private readonly store: IdempotencyStore;
+  private readonly clock: Clock;
+  private readonly lockMs: number;
+  private readonly waitMs: number;
+  private readonly pollMs: number;
+  private readonly sleep: (ms: number) => Promise<void>;
+
+  constructor(opts: IdempotencyOptions) {
+    this.store = opts.store;
+    this.clock = opts.clock ?? systemClock;
+    this.ttlMs = opts.ttlMs ?? 86_400_000;
+    this.lockMs = opts.lockMs ?? 300_000;
+    this.waitMs = opts.waitMs ?? 10_000;
+    this.pollMs = opts.pollMs ?? 50;
+    this.sleep = opts.sleep ?? ((ms) => sleepMs(ms).then(() => undefined));
+  }
+
+  /** Run `handler` at most once per (tenant, key); duplicates get the first answer. */
+  async run(req: IdempotentRequest, handler: () => Promise<StoredResponse>): Promise<IdempotentResult> {
+    if (req.key === undefined) return { response: await handler(), replayed: false };
+    validateKey(req.key);
+    const fp = fingerprint(req);
+    const token = randomUUID();
+    const polls = Math.ceil(this.waitMs / this.pollMs);
+    for (let attempt = 0; ; attempt++) {
+      const r = await this.store.begin(req.tenantId, req.key, fp, token, this.clock.now(), this.lockMs);
+      switch (r.kind) {
+        case 'proceed':
+          return { response: await this.execute(req.tenantId, req.key, token, handler), replayed: false };
+        case 'replay':
+          return { response: { ...r.response, headers: { ...r.response.headers, [REPLAYED_HEADER]: 'true' } }, replayed: true };
+        case 'conflict':
+          throw conflict('This Idempotency-Key was already used with a different request.');
+        case 'in_progress':
+          if (attempt >= polls) {
+            throw conflict('A request with this Idempotency-Key is still being processed; retry later.', { 'Retry-After': '1' });
+          }
+          await this.sleep(this.pollMs);
+      }
+    }
+  }
+
+  private async execute(tenantId: string, key: string, token: string, handler: () => Promise<StoredResponse>): Promise<StoredResponse> {
+    let response: StoredResponse;
+    try {
+      response = await handler();
+    } catch (err) {
+      await this.store.abandon(tenantId, key, token);
+      throw err;
+    }
+    if (response.status >= 200 && response.status < 300) {
+      await this.store.complete(tenantId, key, token, response, this.clock.now() + this.ttlMs);
+    } else {
+      await this.store.abandon(tenantId, key, token);
+    }
+    return response;
+  }
+}
+
+export function validateKey(key: string): void {
+  if (!KEY_RE.test(key)) {
+    throw new GatewayError(2003, 'Idempotency-Key must be 1 to 255 visible ASCII characters.', {
+      errors: [{ pointer: '/headers/Idempotency-Key', detail: 'must be 1 to 255 visible ASCII characters' }],
+    });
+  }
+}
+
+/** SHA-256 over tenant, METHOD, path and the canonical JSON of the body (object keys sorted). */
+export function fingerprint(req: Pick<IdempotentRequest, 'tenantId' | 'method' | 'path' | 'body'>): string {
+  return createHash('sha256')
+    .update(JSON.stringify([req.tenantId, req.method.toUpperCase(), req.path, canonical(req.body)]))
+    .digest('hex');
+}
+
+/** A JSON value with every object's keys sorted (undefined members dropped, as JSON does). */
+export function canonical(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map((x) => (x === undefined ? null : canonical(x)));
+  if (v && typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(v).sort()) {
+      const x = (v as Record<string, unknown>)[k];
+      if (x !== undefined) out[k] = canonical(x);
+    }
+    return out;
+  }
+  return v === undefined ? null : v;
+}
+
+function conflict(detail: string, headers?: Record<string, string>): GatewayError {
+  const c = HTTP_ONLY.conflict;
+  return new GatewayError(c.code, detail, { status: c.status, title: c.title, ...(headers ? { headers } : {}) });
+}

@@ -1,0 +1,131 @@
+// LimitsService: request rates (1004), concurrent async tasks (1005) and daily spend (1005),
+// all answered as GatewayError 429 with Retry-After. Requests under every limit are never refused.
+//
+// Wiring (lead): per request   checkRequest({tenantId, keyId, model})
+//                async create  acquireTask(tenantId, taskId) ... releaseTask(tenantId, taskId) on the terminal state
+//                daily spend   pass the service as BillingService's `spend` (SpendGuard): holds reserve
+//                              spend (1005 when over), settle/release lower it to what was settled;
+//                              for post-paid chat call checkSpend(tenantId) before the upstream call.
+// Spend counts on the UTC day the hold was taken (a task held at 23:59 and settled at 00:01 counts
+// on the first day).
+import { GatewayError } from '../errors/gateway-error.ts';
+import { systemClock, type Clock } from '../util/clock.ts';
+import { assertMilli, formatCredits, type Milli } from '../billing/money.ts';
+import type { SpendGuard } from '../billing/wallet.ts';
+import { LimitsConfig, type LimitsConfigInput, type RateScope, type RateWindows } from './config.ts';
+import { memoryRateLimiterFactory, RateLimits, type RateLimiterFactory } from './rate.ts';
+import type { LimitsStore } from './store.ts';
+
+export interface LimitsServiceOptions {
+  store: LimitsStore;
+  config?: LimitsConfigInput | LimitsConfig;
+  clock?: Clock;
+  /** Default RateLimiterMemory; pass a RateLimiterRedis factory in redis mode. */
+  rateLimiterFactory?: RateLimiterFactory;
+}
+
+export interface RequestIdentity {
+  tenantId: string;
+  keyId: string;
+  /** The model (or route) the request targets; omitted = no model-scope limit. */
+  model?: string;
+}
+
+const DAY_MS = 86_400_000;
+
+export class LimitsService implements SpendGuard {
+  readonly config: LimitsConfig;
+  private readonly store: LimitsStore;
+  private readonly clock: Clock;
+  private readonly rates: RateLimits;
+
+  constructor(opts: LimitsServiceOptions) {
+    this.store = opts.store;
+    this.clock = opts.clock ?? systemClock;
+    this.config = opts.config instanceof LimitsConfig ? opts.config : new LimitsConfig(opts.config);
+    this.rates = new RateLimits(opts.rateLimiterFactory ?? memoryRateLimiterFactory, this.clock);
+  }
+
+  /** Count one request; throws 1004 (429, Retry-After) when a key, model or tenant rate is exceeded. */
+  async checkRequest(who: RequestIdentity): Promise<void> {
+    const eff = this.config.forTenant(who.tenantId, who.model);
+    const scopes: { scope: RateScope; id: string; windows: RateWindows }[] = [{ scope: 'key', id: who.keyId, windows: eff.rate.key }];
+    if (who.model !== undefined) scopes.push({ scope: 'model', id: `${who.tenantId}:${who.model}`, windows: eff.rate.model });
+    scopes.push({ scope: 'tenant', id: who.tenantId, windows: eff.rate.tenant });
+    await this.rates.check(scopes);
+  }
+
+  /** Take a concurrent-task slot; throws 1005 when the tenant has its limit of active tasks. Idempotent per task. */
+  async acquireTask(tenantId: string, taskId: string): Promise<void> {
+    const limit = this.config.forTenant(tenantId, undefined).concurrentTasks;
+    const r = await this.store.acquireTask(tenantId, taskId, limit, this.clock.now());
+    if (r === 'full') {
+      throw new GatewayError(1005, `Quota exceeded: at most ${limit} asynchronous tasks may be active at once.`, {
+        headers: { 'Retry-After': String(this.config.concurrentRetryAfterSeconds) },
+      });
+    }
+  }
+
+  /** Free the task's slot (on its terminal state). True only the first time. */
+  releaseTask(tenantId: string, taskId: string): Promise<boolean> {
+    return this.store.releaseTask(tenantId, taskId);
+  }
+
+  activeTasks(tenantId: string): Promise<number> {
+    return this.store.activeTasks(tenantId);
+  }
+
+  /**
+   * Throws 1005 when spending `milli` more today would pass the daily limit. For post-paid calls
+   * (chat) the default of 1 milli-credit refuses once the limit is reached.
+   */
+  async checkSpend(tenantId: string, milli: Milli = 1): Promise<void> {
+    assertMilli(milli, 'spend', { nonNegative: true });
+    const limit = this.config.forTenant(tenantId, undefined).dailySpend;
+    if (limit === null) return;
+    const spent = await this.store.spent(tenantId, this.today());
+    if (spent + milli > limit) throw this.spendError(limit, spent);
+  }
+
+  /** SpendGuard: count a hold against today's spend, or throw 1005. Once per ref. */
+  async reserveSpend(tenantId: string, ref: string, milli: Milli): Promise<void> {
+    assertMilli(milli, 'spend', { nonNegative: true });
+    const limit = this.config.forTenant(tenantId, undefined).dailySpend;
+    const r = await this.store.reserveSpend(tenantId, ref, this.today(), milli, limit);
+    if (r.status === 'refused') throw this.spendError(limit as Milli, r.spent);
+  }
+
+  /** SpendGuard: the hold this reservation was for was refused; forget it (the ref may be held later). */
+  async cancelSpend(tenantId: string, ref: string): Promise<void> {
+    await this.store.cancelSpend(tenantId, ref);
+  }
+
+  /** SpendGuard: the hold was settled for `actualMilli` (0 when released). Once per ref. */
+  async finalizeSpend(tenantId: string, ref: string, actualMilli: Milli): Promise<void> {
+    await this.store.finalizeSpend(tenantId, ref, actualMilli);
+  }
+
+  /** SpendGuard: post-paid usage already incurred; never refused. Once per ref. */
+  async recordSpend(tenantId: string, ref: string, milli: Milli): Promise<void> {
+    await this.store.recordSpend(tenantId, ref, this.today(), milli);
+  }
+
+  /** Credits (milli) held + settled today (UTC). */
+  spentToday(tenantId: string): Promise<Milli> {
+    return this.store.spent(tenantId, this.today());
+  }
+
+  private spendError(limit: Milli, spent: Milli): GatewayError {
+    const now = this.clock.now();
+    const retryAfter = Math.max(1, Math.ceil((DAY_MS - (now % DAY_MS)) / 1000));
+    return new GatewayError(
+      1005,
+      `Quota exceeded: the daily spend limit of ${formatCredits(limit)} credits is reached (${formatCredits(spent)} spent today, UTC).`,
+      { headers: { 'Retry-After': String(retryAfter) } },
+    );
+  }
+
+  private today(): string {
+    return new Date(this.clock.now()).toISOString().slice(0, 10);
+  }
+}
