@@ -123,3 +123,11 @@ export function formatCredits(milli: Milli, rounding: 'down' | 'up' = 'down'): s
   const abs = (neg ? -cents : cents).toString().padStart(3, '0');
   return `${neg ? '-' : ''}${abs.slice(0, -2)}.${abs.slice(-2)}`;
 }
+
+/** Exact credits with 3 decimals (one milli-credit), e.g. 4250 → "4.250", -5 → "-0.005". */
+export function exactCredits(milli: Milli): string {
+  assertMilli(milli);
+  const sign = milli < 0 ? '-' : '';
+  const abs = Math.abs(milli);
+  return `${sign}${Math.floor(abs / MILLI_PER_CREDIT)}.${String(abs % MILLI_PER_CREDIT).padStart(3, '0')}`;
+}

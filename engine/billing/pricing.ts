@@ -1,4 +1,4 @@
-// A route's `pricing` block (format: ./pricing.schema.json) compiled, once, into a PricePlan.
+// A route's `pricing` block (format: schemas/pricing.schema.json) compiled, once, into a PricePlan.
 //
 //   hold   = unit_price(request)            x quantity(request)          -> milli-credits
 //   settle = unit_price(request, $result)   x settle_quantity(request, $result, $upstream)

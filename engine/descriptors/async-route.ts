@@ -1,9 +1,11 @@
 // Compiles `kind: async` routes (POST creates a task; GET <path>/{task_id} reads it) and
 // `kind: status` routes (a GET that reads tasks created by other async routes).
-import { compileRequestValidator, type RequestValidator } from '../validation/request-validator.ts';
+import { compileRouteValidator, type RequestValidator } from '../validation/request-validator.ts';
+import type { MediaRule } from '../media/checks.ts';
 import { SCHEMA_BASE } from '../validation/ajv.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import type { CompiledErrorRule } from '../upstream/failure.ts';
+import { compilePricing, PricingConfigError, type PricingBlock, type PricePlan } from '../billing/pricing.ts';
 import { ExprError, type CompiledExpr } from './expr.ts';
 import type { VendorCompileContext } from './compile-context.ts';
 import type { RouteSpec, TaskStatus } from './types.ts';
@@ -22,6 +24,8 @@ export interface AsyncRoutePlan {
   readonly validate: RequestValidator;
   readonly validationShape: 'problem' | 'task_info';
   readonly maxBodyBytes: number;
+  /** Media checks of the request; a route with any reads its body with the media pool (engine/media/body.ts). */
+  readonly media: readonly MediaRule[];
   readonly submit: {
     readonly method: string;
     readonly path: string;
@@ -43,7 +47,7 @@ export interface AsyncRoutePlan {
   readonly result: ReadonlyArray<readonly [string, CompiledExpr]>;
   readonly errorRules: readonly CompiledErrorRule[];
   readonly maxExecutionMs: number;
-  readonly pricing: Readonly<Record<string, unknown>>;
+  readonly pricing: PricePlan;
   readonly spec: RouteSpec;
   readonly client: UpstreamClient;
 }
@@ -79,11 +83,14 @@ export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: str
   const req = r.request!;
   let validate: RequestValidator = async () => ({});
   try {
-    validate = compileRequestValidator(vc.ctx.ajv, `${SCHEMA_BASE}/request/${vc.vendor}/${r.id}.json`, req.schema, req.rules ?? []);
+    validate = compileRouteValidator(vc.ctx.ajv, `${SCHEMA_BASE}/request/${vc.vendor}/${r.id}.json`, req);
   } catch (err) {
     if (!(err instanceof ExprError)) at(`${p}/request/schema`, `request schema does not compile: ${(err as Error).message}`);
   }
-  (req.rules ?? []).forEach((rule, j) => expr(`${p}/request/rules/${j}/when`, rule.when));
+  (req.rules ?? []).forEach((rule, j) => {
+    expr(`${p}/request/rules/${j}/when`, rule.when);
+    expr(`${p}/request/rules/${j}/each`, rule.each);
+  });
   const up = r.upstream ?? {};
   if (!up.submit) at(`${p}/upstream`, 'an async route needs upstream.submit');
   if (!up.poll) at(`${p}/upstream`, 'an async route needs upstream.poll');
@@ -102,6 +109,7 @@ export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: str
     validate,
     validationShape: req.validation_errors ?? 'problem',
     maxBodyBytes: req.max_body_bytes ?? DEFAULT_MAX_BODY,
+    media: Object.freeze([...(req.media ?? [])]),
     submit: Object.freeze({
       method: submit.method ?? 'POST',
       path: submit.path,
@@ -123,8 +131,20 @@ export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: str
     result: Object.entries(r.result ?? {}).map(([name, src]) => [name, expr(`${p}/result/${name}`, src)!] as const),
     errorRules: [...vc.errorRules(`${p}/upstream/errors`, up.errors), ...vc.vendorRules],
     maxExecutionMs: Math.max(1, Math.round((r.max_execution_ms ?? 600_000) * vc.scale)),
-    pricing: Object.freeze({ ...(r.pricing ?? {}) }),
+    pricing: pricingPlan(vc, r, p),
     spec: r,
     client: vc.client,
   });
+}
+
+/** The route's price plan; a block that cannot compile is reported at its pointer. */
+function pricingPlan(vc: VendorCompileContext, r: RouteSpec, p: string): PricePlan {
+  const creditsPerUsd = Number((vc.ctx.config.billing as { credits_per_usd?: number }).credits_per_usd ?? 100);
+  try {
+    return compilePricing(r.pricing as unknown as PricingBlock, { creditsPerUsd, label: `POST /vendors/${vc.vendor}${r.path}` });
+  } catch (err) {
+    if (!(err instanceof PricingConfigError)) throw err;
+    vc.at(`${p}/pricing${err.pointer}`, err.message);
+    return compilePricing({ unit: 'task', unit_price: '0' }, { creditsPerUsd });
+  }
 }

@@ -8,8 +8,13 @@ import type { TaskStore } from '../tasks/store.ts';
 import { taskInfo, taskResponse } from '../tasks/task.ts';
 import { isUuid } from '../util/ids.ts';
 import type { TenantService } from '../tenants/service.ts';
+import type { IdempotencyService } from '../idempotency/idempotency.ts';
+import type { StoredResponse } from '../idempotency/store.ts';
+import type { LimitsService } from '../limits/limits.ts';
 import { requireApiKey } from './auth.ts';
 import { jsonBody } from './body.ts';
+import { readMediaBody } from '../media/body.ts';
+import { mediaBlobs } from '../media/blobs.ts';
 import { authOf, requireScope } from './context.ts';
 import { sendTaskInfoValidationError } from './problem.ts';
 import { traceOf } from './traceparent.ts';
@@ -18,6 +23,8 @@ export interface TaskRouteDeps {
   tenants: TenantService;
   lifecycle: TaskLifecycle;
   tasks: TaskStore;
+  limits: LimitsService;
+  idempotency: IdempotencyService;
 }
 
 /** Registers every async and status route; records path → methods (for 405 answers) in `methods`. */
@@ -28,7 +35,8 @@ export function mountTaskRoutes(app: Express, vendors: readonly VendorPlan[], de
   for (const vendor of vendors) {
     for (const route of vendor.routes) {
       if (route.kind === 'async') {
-        app.post(route.path, ...jsonBody(route.maxBodyBytes), auth, createHandler(route, deps));
+        // Routes with media checks read their body after auth, inside the handler (engine/media/body.ts).
+        app.post(route.path, ...(route.media.length ? [] : jsonBody(route.maxBodyBytes)), auth, createHandler(route, deps));
         add(route.path, 'POST');
         app.get(`${route.path}/:task_id`, auth, readHandler(route, new Set([route.key]), deps));
         add(`${route.path}/:task_id`, 'GET');
@@ -45,15 +53,31 @@ function createHandler(route: AsyncRoutePlan, deps: TaskRouteDeps) {
     res.locals.routeKey = route.key;
     const auth = authOf(res);
     requireScope(auth, route.vendor, 'create');
-    let request: Record<string, unknown>;
+    await deps.limits.checkRequest({ tenantId: auth.tenantId, keyId: auth.keyId, model: route.key });
+    let response: StoredResponse;
+    let taskHoldsMedia = false;
     try {
-      request = await route.validate(req.body);
+      if (route.media.length) await readMediaBody(req, res, route.maxBodyBytes, route.media);
+      // A retried create with the same Idempotency-Key replays the first answer: one task, one hold.
+      ({ response } = await deps.idempotency.run(
+        { tenantId: auth.tenantId, key: req.get('idempotency-key'), method: 'POST', path: route.path, body: req.body },
+        async () => {
+          const request = await route.validate(req.body);
+          const task = await deps.lifecycle.create(route, auth.tenantId, request, traceOf(res).traceparent);
+          taskHoldsMedia = true;
+          return { status: route.successStatus, headers: {}, body: { task_info: taskInfo(task) } };
+        },
+      ));
     } catch (err) {
+      // Routes like video model A answer a 400 with a task_info-shaped body instead of a problem.
       if (err instanceof GatewayError && route.validationShape === 'task_info' && err.status === 400) return sendTaskInfoValidationError(res, err);
       throw err;
+    } finally {
+      // Media blobs this request parsed go to its task (released after the upstream submit), else now.
+      if (!taskHoldsMedia && res.locals.mediaTokens) mediaBlobs.release(res.locals.mediaTokens as string[]);
     }
-    const task = await deps.lifecycle.create(route, auth.tenantId, request, traceOf(res).traceparent);
-    res.status(route.successStatus).json({ task_info: taskInfo(task) });
+    for (const [k, v] of Object.entries(response.headers)) res.setHeader(k, v);
+    res.status(response.status).json(response.body);
   };
 }
 
@@ -62,6 +86,7 @@ function readHandler(route: AsyncRoutePlan | StatusRoutePlan, routes: ReadonlySe
     res.locals.routeKey = route.key;
     const auth = authOf(res);
     requireScope(auth, route.vendor, 'read');
+    await deps.limits.checkRequest({ tenantId: auth.tenantId, keyId: auth.keyId });
     const id = String(req.params.task_id);
     if (!isUuid(id)) {
       throw new GatewayError(2001, `task_id must be a UUID; got ${JSON.stringify(id.slice(0, 64))}.`, { errors: [{ pointer: '/task_id', detail: 'must be a UUID' }] });

@@ -70,12 +70,17 @@ export class LimitsConfig {
     for (const t of Object.keys(input.tenants ?? {})) this.forTenant(t, undefined);
   }
 
-  forTenant(tenantId: string, model: string | undefined): EffectiveLimits {
-    const t = own(this.input.tenants, tenantId);
+  /**
+   * The limits of one tenant (and model): defaults < config < config's limits.tenants.<id> <
+   * `override` (the tenant's own limits, set by the operator at run time through the admin API).
+   */
+  forTenant(tenantId: string, model: string | undefined, override?: TenantLimitsInput): EffectiveLimits {
+    const configured = own(this.input.tenants, tenantId);
+    const t = override ? mergeTenant(configured, override) : configured;
     const m = model === undefined ? undefined : own(this.input.models, model);
     // Cache per configured tenant/model only, so arbitrary ids from requests cannot grow it.
-    const cacheKey = `${t ? tenantId : ''}\u0000${m ? model : ''}`;
-    const hit = this.cache.get(cacheKey);
+    const cacheKey = `${configured ? tenantId : ''}\u0000${m ? model : ''}`;
+    const hit = override ? undefined : this.cache.get(cacheKey);
     if (hit) return hit;
     const where = t ? `limits.tenants.${tenantId}` : 'limits';
     const rate = {} as Record<RateScope, RateWindows>;
@@ -101,9 +106,15 @@ export class LimitsConfig {
       dailySpend: spend === null ? null : creditsToMilli(spend, `${where}.daily_spend_credits`),
     });
     if (eff.dailySpend !== null && eff.dailySpend < 0) throw new Error(`${where}.daily_spend_credits must not be negative`);
-    this.cache.set(cacheKey, eff);
+    if (!override) this.cache.set(cacheKey, eff);
     return eff;
   }
+}
+
+function mergeTenant(base: TenantLimitsInput | undefined, over: TenantLimitsInput): TenantLimitsInput {
+  const rate: Partial<Record<RateScope, RateWindowsInput>> = { ...base?.rate };
+  for (const scope of RATE_SCOPES) if (over.rate?.[scope]) rate[scope] = { ...base?.rate?.[scope], ...over.rate[scope] };
+  return { ...base, ...over, rate };
 }
 
 function own<T>(map: Record<string, T> | undefined, key: string): T | undefined {

@@ -12,7 +12,7 @@ import { GatewayError } from '../errors/gateway-error.ts';
 import { systemClock, type Clock } from '../util/clock.ts';
 import { assertMilli, formatCredits, type Milli } from '../billing/money.ts';
 import type { SpendGuard } from '../billing/wallet.ts';
-import { LimitsConfig, type LimitsConfigInput, type RateScope, type RateWindows } from './config.ts';
+import { LimitsConfig, type EffectiveLimits, type LimitsConfigInput, type RateScope, type RateWindows, type TenantLimitsInput } from './config.ts';
 import { memoryRateLimiterFactory, RateLimits, type RateLimiterFactory } from './rate.ts';
 import type { LimitsStore } from './store.ts';
 
@@ -22,6 +22,9 @@ export interface LimitsServiceOptions {
   clock?: Clock;
   /** Default RateLimiterMemory; pass a RateLimiterRedis factory in redis mode. */
   rateLimiterFactory?: RateLimiterFactory;
+  /** A tenant's own limits set at run time (admin API); read at most every `overridesTtlMs`. */
+  tenantOverrides?: (tenantId: string) => Promise<TenantLimitsInput | undefined>;
+  overridesTtlMs?: number;
 }
 
 export interface RequestIdentity {
@@ -38,17 +41,40 @@ export class LimitsService implements SpendGuard {
   private readonly store: LimitsStore;
   private readonly clock: Clock;
   private readonly rates: RateLimits;
+  private readonly tenantOverrides: LimitsServiceOptions['tenantOverrides'];
+  private readonly overridesTtlMs: number;
+  private readonly overrides = new Map<string, { at: number; value: TenantLimitsInput | undefined }>();
 
   constructor(opts: LimitsServiceOptions) {
     this.store = opts.store;
     this.clock = opts.clock ?? systemClock;
     this.config = opts.config instanceof LimitsConfig ? opts.config : new LimitsConfig(opts.config);
     this.rates = new RateLimits(opts.rateLimiterFactory ?? memoryRateLimiterFactory, this.clock);
+    this.tenantOverrides = opts.tenantOverrides;
+    this.overridesTtlMs = opts.overridesTtlMs ?? 5_000;
+  }
+
+  /** The limits in force for a tenant (and model), its run-time overrides included. */
+  async effective(tenantId: string, model: string | undefined): Promise<EffectiveLimits> {
+    if (!this.tenantOverrides) return this.config.forTenant(tenantId, model);
+    const now = this.clock.now();
+    let cached = this.overrides.get(tenantId);
+    if (!cached || now - cached.at >= this.overridesTtlMs) {
+      cached = { at: now, value: await this.tenantOverrides(tenantId) };
+      if (this.overrides.size > 10_000) this.overrides.clear();
+      this.overrides.set(tenantId, cached);
+    }
+    return this.config.forTenant(tenantId, model, cached.value);
+  }
+
+  /** Forget a tenant's cached overrides (they were just changed in this process). */
+  invalidate(tenantId: string): void {
+    this.overrides.delete(tenantId);
   }
 
   /** Count one request; throws 1004 (429, Retry-After) when a key, model or tenant rate is exceeded. */
   async checkRequest(who: RequestIdentity): Promise<void> {
-    const eff = this.config.forTenant(who.tenantId, who.model);
+    const eff = await this.effective(who.tenantId, who.model);
     const scopes: { scope: RateScope; id: string; windows: RateWindows }[] = [{ scope: 'key', id: who.keyId, windows: eff.rate.key }];
     if (who.model !== undefined) scopes.push({ scope: 'model', id: `${who.tenantId}:${who.model}`, windows: eff.rate.model });
     scopes.push({ scope: 'tenant', id: who.tenantId, windows: eff.rate.tenant });
@@ -57,7 +83,7 @@ export class LimitsService implements SpendGuard {
 
   /** Take a concurrent-task slot; throws 1005 when the tenant has its limit of active tasks. Idempotent per task. */
   async acquireTask(tenantId: string, taskId: string): Promise<void> {
-    const limit = this.config.forTenant(tenantId, undefined).concurrentTasks;
+    const limit = (await this.effective(tenantId, undefined)).concurrentTasks;
     const r = await this.store.acquireTask(tenantId, taskId, limit, this.clock.now());
     if (r === 'full') {
       throw new GatewayError(1005, `Quota exceeded: at most ${limit} asynchronous tasks may be active at once.`, {
@@ -81,7 +107,7 @@ export class LimitsService implements SpendGuard {
    */
   async checkSpend(tenantId: string, milli: Milli = 1): Promise<void> {
     assertMilli(milli, 'spend', { nonNegative: true });
-    const limit = this.config.forTenant(tenantId, undefined).dailySpend;
+    const limit = (await this.effective(tenantId, undefined)).dailySpend;
     if (limit === null) return;
     const spent = await this.store.spent(tenantId, this.today());
     if (spent + milli > limit) throw this.spendError(limit, spent);
@@ -90,7 +116,7 @@ export class LimitsService implements SpendGuard {
   /** SpendGuard: count a hold against today's spend, or throw 1005. Once per ref. */
   async reserveSpend(tenantId: string, ref: string, milli: Milli): Promise<void> {
     assertMilli(milli, 'spend', { nonNegative: true });
-    const limit = this.config.forTenant(tenantId, undefined).dailySpend;
+    const limit = (await this.effective(tenantId, undefined)).dailySpend;
     const r = await this.store.reserveSpend(tenantId, ref, this.today(), milli, limit);
     if (r.status === 'refused') throw this.spendError(limit as Milli, r.spent);
   }

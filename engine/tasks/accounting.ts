@@ -8,7 +8,8 @@ import type { TaskRecord } from './task.ts';
 export interface TaskAccounting {
   /** Throws a GatewayError (1003, 1005) when the task may not start; returns milli-credits held. */
   reserve(task: TaskRecord, route: AsyncRoutePlan): Promise<number>;
-  complete(task: TaskRecord, route: AsyncRoutePlan): Promise<void>;
+  /** `upstream` is the provider's final answer, for prices that depend on output. */
+  complete(task: TaskRecord, route: AsyncRoutePlan, upstream?: unknown): Promise<void>;
   abandon(task: TaskRecord): Promise<void>;
 }
 

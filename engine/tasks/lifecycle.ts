@@ -11,6 +11,7 @@ import type { AsyncRoutePlan } from '../descriptors/compile.ts';
 import type { TaskStatus } from '../descriptors/types.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { JobScheduler } from '../jobs/scheduler.ts';
+import { MediaGoneError, mediaBlobs, tokensIn } from '../media/blobs.ts';
 import { mapUpstreamError, UpstreamFailure, type UpstreamErrorFacts } from '../upstream/failure.ts';
 import type { UpstreamResponse } from '../upstream/client.ts';
 import { isoNow, type Clock } from '../util/clock.ts';
@@ -85,11 +86,17 @@ export class TaskLifecycle {
     const route = this.routeOf(task);
     const s = route.submit;
     let res: UpstreamResponse;
+    const media = tokensIn(task.request);
     try {
       const body = await s.body.evaluate(task.request);
-      res = await route.client.call({ method: s.method, path: s.path, body, headers: s.headers, traceparent: task.traceparent, stage: 'submit' });
+      // Large media the request holds as blobs are spliced back into the serialised body.
+      const rawBody = media.length ? mediaBlobs.encodeJson(body) : undefined;
+      res = await route.client.call({ method: s.method, path: s.path, body, rawBody, headers: s.headers, traceparent: task.traceparent, stage: 'submit' });
     } catch (err) {
+      if (err instanceof MediaGoneError) return this.fail(task, new GatewayError(4002, `The task could not be submitted: ${err.message}.`));
       return this.fail(task, this.asGatewayError(route, err));
+    } finally {
+      if (media.length) mediaBlobs.release(media);
     }
     const message = await readOptional(s.errorMessage, res.body);
     if (res.status < 200 || res.status > 299) {
@@ -106,7 +113,7 @@ export class TaskLifecycle {
       return this.fail(task, new GatewayError(3003, 'The provider accepted the task but its answer carries no task id.'));
     }
     const updated = await this.d.store.transition(id, ACTIVE, { upstream_task_id: String(upstreamId) });
-    if (updated) await this.d.scheduler.schedule(JOBS.poll, `${id}:1`, { id, n: 1 }, route.poll.intervalMs);
+    if (updated) await this.d.scheduler.schedule(JOBS.poll, `${id}.p1`, { id, n: 1 }, route.poll.intervalMs);
   }
 
   async poll(id: string, n: number): Promise<void> {
@@ -115,7 +122,8 @@ export class TaskLifecycle {
     const route = this.routeOf(task);
     if (this.d.clock.now() >= task.deadline_at) return this.deadline(id);
     const p = route.poll;
-    const next = () => this.d.scheduler.schedule(JOBS.poll, `${id}:${n + 1}`, { id, n: n + 1 }, p.intervalMs);
+    // Job ids use '.', not ':' (BullMQ refuses ':' in custom ids).
+    const next = () => this.d.scheduler.schedule(JOBS.poll, `${id}.p${n + 1}`, { id, n: n + 1 }, p.intervalMs);
     let res: UpstreamResponse;
     try {
       res = await route.client.call({ method: p.method, path: p.path.replace('{upstream_task_id}', encodeURIComponent(task.upstream_task_id)), traceparent: task.traceparent, stage: 'poll' });
@@ -170,7 +178,7 @@ export class TaskLifecycle {
     }
     const done = await this.d.store.transition(task.id, ACTIVE, { status: 'completed', result, updated_at: isoNow(this.d.clock), poll_failures: 0 });
     if (!done) return; // someone else finished it first
-    await this.d.accounting.complete(done, route);
+    await this.d.accounting.complete(done, route, body);
     await this.d.bus.emit(done.tenant_id, 'task.succeeded', eventData(done, taskResponse(done)));
   }
 

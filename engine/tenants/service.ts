@@ -5,6 +5,7 @@ import { GatewayError } from '../errors/gateway-error.ts';
 import type { AuthContext } from '../http/context.ts';
 import { isoNow, type Clock } from '../util/clock.ts';
 import { newUuid, prefixedId, randomBase62 } from '../util/ids.ts';
+import type { TenantLimitsInput } from '../limits/config.ts';
 import type { TenantStore } from './store.ts';
 import type { ApiKeyRecord, TenantRecord } from './types.ts';
 
@@ -47,6 +48,12 @@ export class TenantService {
 
   setDisabled(id: string, disabled: boolean): Promise<TenantRecord | undefined> {
     return this.store.setTenantDisabled(id, disabled);
+  }
+
+  async setLimits(id: string, limits: TenantLimitsInput | undefined): Promise<TenantRecord> {
+    const t = await this.store.setTenantLimits(id, limits);
+    if (!t) throw new GatewayError(2005, `No tenant ${id}.`);
+    return t;
   }
 
   /** Issue a key. The returned `key` is the only time the secret is ever visible. */

@@ -1,4 +1,5 @@
 // The tenant/key store port.
+import type { TenantLimitsInput } from '../limits/config.ts';
 import type { ApiKeyRecord, TenantRecord } from './types.ts';
 
 export interface TenantStore {
@@ -6,6 +7,8 @@ export interface TenantStore {
   getTenant(id: string): Promise<TenantRecord | undefined>;
   listTenants(): Promise<TenantRecord[]>;
   setTenantDisabled(id: string, disabled: boolean): Promise<TenantRecord | undefined>;
+  /** Replace the tenant's own limits (undefined: back to the config's). */
+  setTenantLimits(id: string, limits: TenantLimitsInput | undefined): Promise<TenantRecord | undefined>;
   createKey(k: ApiKeyRecord): Promise<void>;
   getKey(id: string): Promise<ApiKeyRecord | undefined>;
   findKeyByHash(hash: string): Promise<ApiKeyRecord | undefined>;

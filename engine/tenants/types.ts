@@ -1,3 +1,5 @@
+import type { TenantLimitsInput } from '../limits/config.ts';
+
 // Tenants and their API keys. A key is stored only as its SHA-256 hash plus a short preview.
 export interface TenantRecord {
   id: string;
@@ -7,6 +9,8 @@ export interface TenantRecord {
   requires_live: boolean;
   /** A disabled tenant's keys all fail authentication (the sandbox demo tenant when the sandbox is off). */
   disabled: boolean;
+  /** The tenant's own limits (rates, concurrent tasks, daily spend), over the config's. */
+  limits?: TenantLimitsInput;
 }
 
 export interface ApiKeyRecord {

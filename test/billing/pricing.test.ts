@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { Ajv } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { parse } from 'yaml';
-import pricingSchema from '../../engine/billing/pricing.schema.json' with { type: 'json' };
+import pricingSchema from '../../schemas/pricing.schema.json' with { type: 'json' };
 import { compilePricing, PricingConfigError, type PricePlan } from '../../engine/billing/pricing.ts';
 import { GatewayError } from '../../engine/errors/gateway-error.ts';
 
@@ -200,7 +200,7 @@ describe('billing/pricing', () => {
     ] as const) {
       it(`accepts the shipped blocks and rejects bad ones when $ref'd (${name})`, () => {
         ajv.addSchema(pricingSchema);
-        const validate = ajv.compile({ type: 'object', properties: { pricing: { $ref: 'pricing.schema.json' } } });
+        const validate = ajv.compile({ type: 'object', properties: { pricing: { $ref: 'https://model-gateway.dev/schemas/pricing.schema.json' } } });
         for (const block of [VIDEO_MODEL_A, IMAGE_TOOL_IMAGE, IMAGE_TOOL_VIDEO, MODEL_D]) {
           expect(validate({ pricing: block }), JSON.stringify(validate.errors)).to.equal(true);
         }

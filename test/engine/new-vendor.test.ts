@@ -21,7 +21,7 @@ routes:
     path: /v1/render
     status: 202
     model_name: acme-render-1
-    max_execution_ms: 60000
+    max_execution_ms: 600000
     request:
       schema:
         type: object
@@ -68,7 +68,7 @@ describe('a brand-new vendor dropped in as data', () => {
     const created = await call(gw.url, 'POST', '/vendors/acme/v1/render', { key: DEMO_KEY, body: { prompt: 'a robot' } });
     expect(created.status).to.equal(202);
     const done = await waitForTask(gw.url, `/vendors/acme/v1/render/${created.body.task_info.id}`, DEMO_KEY);
-    expect(done.body.task_info.status).to.equal('completed');
+    expect(done.body.task_info.status, JSON.stringify(done.body)).to.equal('completed');
     expect(done.body.images).to.have.length(2);
     expect(done.body.images[0]).to.match(/^http:\/\/127\.0\.0\.1:\d+\/_files\/sbx\w+\/a\.png$/);
   });

@@ -11,8 +11,10 @@ const IMAGES = '/vendors/provider_b/v1/tob/diffusion';
 const VIDEOS = '/vendors/provider_b/v1/tob/video-diffusion';
 
 /** The image tool's upstream: per task, a script of poll answers chosen by the prompt. */
-function imageToolUpstream(): FakeUpstream {
-  const up = new FakeUpstream();
+function imageToolUpstream(): FakeUpstream & { release(prompt: string): void } {
+  const up = new FakeUpstream() as FakeUpstream & { release(prompt: string): void };
+  const released = new Set<string>();
+  up.release = (prompt) => void released.add(prompt);
   const tasks = new Map<string, { prompt: string; polls: number }>();
   let seq = 0;
   const submit = (req: Seen, res: ServerResponse) => {
@@ -34,7 +36,8 @@ function imageToolUpstream(): FakeUpstream {
     if (t.prompt.includes('garbage')) return void res.writeHead(200, { 'content-type': 'text/html' }).end('<html>oops</html>');
     if (t.prompt.includes('poll503')) return json(res, 503, { error: 'busy' });
     if (t.prompt.includes('flaky') && t.polls === 1) return json(res, 503, { error: 'busy' });
-    if (t.prompt.includes('hang') || t.polls < 3) return json(res, 200, { id, status: t.polls === 1 ? 'SUBMITTED' : 'IN_PROGRESS', imageUrls: null });
+    const held = t.prompt.includes('held') && !released.has(t.prompt);
+    if (t.prompt.includes('hang') || held || t.polls < 3) return json(res, 200, { id, status: t.polls === 1 ? 'SUBMITTED' : 'IN_PROGRESS', imageUrls: null });
     if (t.prompt.includes('fail')) return json(res, 200, { id, status: 'FAILURE', failReason: 'Banned prompt detected' });
     if (t.prompt.includes('weird')) return json(res, 200, { id, status: 'EXPLODED' });
     json(res, 200, {
@@ -47,14 +50,14 @@ function imageToolUpstream(): FakeUpstream {
 }
 
 describe('provider_b through a real gateway and a real upstream', () => {
-  let up: FakeUpstream;
+  let up: ReturnType<typeof imageToolUpstream>;
   let gw: Gateway;
   let key: string;
   const events: GatewayEvent[] = [];
 
   before(async () => {
     up = await imageToolUpstream().start();
-    gw = await startTestGateway({ sandbox: false, upstreams: { provider_b: { base_url: up.url, credentials: { api_key: 'test-upstream-secret' }, timeout_ms: 300 } } });
+    gw = await startTestGateway({ sandbox: false, only: ['provider_b'], upstreams: { provider_b: { base_url: up.url, credentials: { api_key: 'test-upstream-secret' }, timeout_ms: 300 } } });
     gw.bus.subscribe((e) => void events.push(e));
     ({ key } = await newTenant(gw));
   });
@@ -67,7 +70,7 @@ describe('provider_b through a real gateway and a real upstream', () => {
 
   it('creates → 202 pending → processing → completed, with four image URLs', async () => {
     const incoming = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
-    const created = await create(IMAGES, { prompt: 'a red fox' }, { traceparent: incoming });
+    const created = await create(IMAGES, { prompt: 'a red fox, held' }, { traceparent: incoming });
     expect(created.status).to.equal(202);
     const info = created.body.task_info;
     expect(info.status).to.equal('pending');
@@ -76,8 +79,11 @@ describe('provider_b through a real gateway and a real upstream', () => {
     expect(info.updated_at).to.equal(info.created_at);
     expect(Object.keys(created.body)).to.deep.equal(['task_info']);
 
+    // The upstream holds the task running until the test lets it finish.
     const processing = await waitForTask(gw.url, `${IMAGES}/${info.id}`, key, ['processing', 'completed']);
     expect(processing.body.task_info.status).to.equal('processing');
+    expect(processing.body.task_info.updated_at >= info.created_at).to.equal(true);
+    up.release('a red fox, held');
     const done = await waitForTask(gw.url, `${IMAGES}/${info.id}`, key);
     expect(done.status).to.equal(200);
     expect(done.body.task_info.status).to.equal('completed');
@@ -86,8 +92,8 @@ describe('provider_b through a real gateway and a real upstream', () => {
     for (const u of done.body.images) expect(u).to.match(/^https:\/\/cdn\.example\.com\/up-\d+\/\d\.png$/);
 
     // The upstream saw the descriptor's mapping, the vendor's auth header and the caller's trace.
-    const submit = up.seen.find((s) => s.path === '/mj/submit/imagine' && s.body.prompt === 'a red fox')!;
-    expect(submit.body).to.deep.equal({ prompt: 'a red fox', base64Array: [] });
+    const submit = up.seen.find((s) => s.path === '/mj/submit/imagine' && s.body.prompt === 'a red fox, held')!;
+    expect(submit.body).to.deep.equal({ prompt: 'a red fox, held', base64Array: [] });
     expect(submit.headers['mj-api-secret']).to.equal('test-upstream-secret');
     expect(submit.headers.traceparent).to.match(/^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01$/);
 

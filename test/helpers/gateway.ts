@@ -1,4 +1,5 @@
 // Starts real listening gateways for tests: loopback, port 0, quiet logs, time scaled down.
+import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadConfigText } from '../../engine/config/load-config.ts';
 import { startGateway, type Gateway, type GatewayOptions } from '../../engine/gateway.ts';
@@ -7,10 +8,21 @@ import { createLogger } from '../../engine/log/logger.ts';
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const DEMO_KEY = 'gw_test_demo_key_for_tests_0000000000';
 
+/** Tests that are not about limits poll fast; lift the rate limits unless a test sets its own. */
+const NO_LIMITS = `limits:
+  rate:
+    key: { per_second: null, per_minute: null, per_day: null }
+    tenant: { per_second: null, per_minute: null, per_day: null }
+    model: { per_second: null, per_minute: null, per_day: null }
+  concurrent_tasks: null
+  daily_spend_credits: null`;
+
 export interface TestGatewayOptions extends GatewayOptions {
   /** Extra YAML appended to the base config (top-level sections must not repeat base ones). */
   yaml?: string;
   vendorsDir?: string;
+  /** Serve only these vendors of the folder (the others are disabled). */
+  only?: string[];
   sandbox?: boolean;
   scale?: number;
   adminToken?: string;
@@ -19,6 +31,8 @@ export interface TestGatewayOptions extends GatewayOptions {
 }
 
 export async function startTestGateway(o: TestGatewayOptions = {}): Promise<Gateway> {
+  const vendorsDir = o.vendorsDir ?? `${ROOT}vendors`;
+  const disabled = o.only ? readdirSync(vendorsDir).filter((f) => f.endsWith('.yaml')).map((f) => f.slice(0, -5)).filter((v) => !o.only!.includes(v)) : [];
   const yaml = `
 server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 2000 }
 store: { kind: memory }
@@ -26,8 +40,9 @@ sandbox: { enabled: ${o.sandbox ?? true}, demo_api_key: ${DEMO_KEY}, queued_ms: 
 admin: { token: "${o.adminToken ?? 'test-admin-token'}" }
 timing: { scale: ${o.scale ?? 0.001}, poll_error_limit: 3 }
 log: { level: silent }
-vendors: { dir: ${JSON.stringify(o.vendorsDir ?? `${ROOT}vendors`)} }
+vendors: { dir: ${JSON.stringify(vendorsDir)}, disabled: ${JSON.stringify(disabled)} }
 upstreams: ${JSON.stringify(o.upstreams ?? {})}
+${(o.yaml ?? '').match(/^limits:/m) ? '' : NO_LIMITS}
 ${o.yaml ?? ''}`;
   const config = loadConfigText(yaml, ROOT, { env: o.env ?? {} });
   return startGateway(config, { logger: o.logger ?? createLogger('silent'), ...o });
@@ -73,9 +88,11 @@ export async function waitForTask(base: string, path: string, key: string, want:
   }
 }
 
-/** A tenant with a fresh key, created through the service (tests of other features use this). */
-export async function newTenant(gw: Gateway, opts: { scopes?: string[]; mode?: 'live' | 'test'; expires_at?: string; requires_live?: boolean } = {}) {
+/** A tenant with a fresh key and `credits` (default 1,000,000) in its wallet, made through the services. */
+export async function newTenant(gw: Gateway, opts: { scopes?: string[]; mode?: 'live' | 'test'; expires_at?: string; requires_live?: boolean; credits?: number } = {}) {
   const tenant = await gw.tenants.createTenant({ name: `t-${Math.random().toString(36).slice(2, 8)}`, requires_live: opts.requires_live });
   const { key, record } = await gw.tenants.issueKey(tenant.id, opts);
+  const credits = opts.credits ?? 1_000_000;
+  if (credits > 0) await gw.billing.topUp(tenant.id, credits * 1000, `test-topup-${tenant.id}`);
   return { tenant, key, keyId: record.id };
 }

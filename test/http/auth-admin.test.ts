@@ -30,6 +30,13 @@ describe('authentication and the admin API', () => {
     expect(JSON.stringify(listed.body)).not.to.include(k.body.key);
     const stored = await gw.tenants.listKeys(t.body.id);
     expect(stored[0]!.hash).to.match(/^[0-9a-f]{64}$/).and.not.include(k.body.key);
+    // No credits yet: 402 / 1003, no task. After a top-up the same request is accepted.
+    const broke = await call(gw.url, 'POST', IMAGES, { key: k.body.key, body: { prompt: 'hello' } });
+    expect(broke.status).to.equal(402);
+    expect(broke.body.error_code).to.equal(1003);
+    const topup = await admin('POST', `/tenants/${t.body.id}/wallet/topups`, { credits: '100.00', ref: 'pay_1' });
+    expect(topup.status).to.equal(201);
+    expect(topup.body.wallet).to.include({ available: '100.00', currency: 'credits', state: 'NORMAL' });
     const created = await call(gw.url, 'POST', IMAGES, { key: k.body.key, body: { prompt: 'hello' } });
     expect(created.status).to.equal(202);
   });
@@ -82,6 +89,7 @@ describe('authentication and the admin API', () => {
     const test = await admin('POST', `/tenants/${t.body.id}/keys`, { mode: 'test' });
     const temp = await admin('POST', `/tenants/${t.body.id}/keys`, { ttl_seconds: 3600 });
     const live = await admin('POST', `/tenants/${t.body.id}/keys`, {});
+    await admin('POST', `/tenants/${t.body.id}/wallet/topups`, { credits: '100.00' });
     for (const k of [test, temp]) {
       const r = await call(gw.url, 'POST', IMAGES, { key: k.body.key, body: { prompt: 'x' } });
       expect(r.status).to.equal(403);
@@ -124,6 +132,9 @@ describe('authentication and the admin API', () => {
     expect(tenant.name).to.equal('From CLI');
     const key = JSON.parse((await cli('key', 'create', '--tenant', tenant.id, '--scopes', 'provider_b:create,provider_b:read')).stdout);
     expect(key.scopes).to.deep.equal(['provider_b:create', 'provider_b:read']);
+    const wallet = JSON.parse((await cli('wallet', 'topup', '--tenant', tenant.id, '--credits', '50.50')).stdout);
+    expect(wallet.wallet.available).to.equal('50.50');
+    expect(JSON.parse((await cli('wallet', 'show', '--tenant', tenant.id)).stdout).balance).to.equal('50.50');
     expect((await call(gw.url, 'POST', IMAGES, { key: key.key, body: { prompt: 'cli' } })).status).to.equal(202);
     await cli('key', 'revoke', key.id);
     expect((await call(gw.url, 'POST', IMAGES, { key: key.key, body: { prompt: 'cli' } })).status).to.equal(401);
@@ -134,7 +145,7 @@ describe('authentication and the admin API', () => {
 
   it('the demo tenant exists only while the sandbox is on', async () => {
     expect((await call(gw.url, 'POST', IMAGES, { key: DEMO_KEY, body: { prompt: 'demo' } })).status).to.equal(202);
-    const off = await startTestGateway({ sandbox: false, upstreams: { provider_b: { base_url: 'http://127.0.0.1:9', credentials: { api_key: 'k' } } } });
+    const off = await startTestGateway({ sandbox: false, only: ['provider_b'], upstreams: { provider_b: { base_url: 'http://127.0.0.1:9', credentials: { api_key: 'k' } } } });
     try {
       const r = await call(off.url, 'POST', IMAGES, { key: DEMO_KEY, body: { prompt: 'demo' } });
       expect(r.status).to.equal(401);

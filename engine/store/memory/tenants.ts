@@ -1,4 +1,5 @@
 // Memory adapter of the tenant/key store.
+import type { TenantLimitsInput } from '../../limits/config.ts';
 import type { TenantStore } from '../../tenants/store.ts';
 import type { ApiKeyRecord, TenantRecord } from '../../tenants/types.ts';
 
@@ -9,20 +10,27 @@ export class MemoryTenantStore implements TenantStore {
 
   async createTenant(t: TenantRecord): Promise<void> {
     if (this.tenants.has(t.id)) throw new Error(`tenant ${t.id} exists`);
-    this.tenants.set(t.id, { ...t });
+    this.tenants.set(t.id, structuredClone(t));
   }
   async getTenant(id: string): Promise<TenantRecord | undefined> {
     const t = this.tenants.get(id);
-    return t && { ...t };
+    return t && structuredClone(t);
   }
   async listTenants(): Promise<TenantRecord[]> {
-    return [...this.tenants.values()].map((t) => ({ ...t }));
+    return [...this.tenants.values()].map((t) => structuredClone(t));
   }
   async setTenantDisabled(id: string, disabled: boolean): Promise<TenantRecord | undefined> {
     const t = this.tenants.get(id);
     if (!t) return undefined;
     t.disabled = disabled;
-    return { ...t };
+    return structuredClone(t);
+  }
+  async setTenantLimits(id: string, limits: TenantLimitsInput | undefined): Promise<TenantRecord | undefined> {
+    const t = this.tenants.get(id);
+    if (!t) return undefined;
+    if (limits) t.limits = structuredClone(limits);
+    else delete t.limits;
+    return structuredClone(t);
   }
   async createKey(k: ApiKeyRecord): Promise<void> {
     if (this.byHash.has(k.hash)) throw new Error('key exists');

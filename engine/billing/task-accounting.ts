@@ -1,0 +1,45 @@
+// Billing and quotas of asynchronous tasks (the lifecycle's TaskAccounting port):
+//   reserve  → a concurrent-task slot, then a hold of the route's maximum price (402 / 1003,
+//              429 / 1005 refuse the task before anything is stored)
+//   complete → settle the actual price (from the result, e.g. billed seconds) and release the rest
+//   abandon  → release the whole hold: a failed task is never billed
+// The lifecycle calls complete/abandon only after winning the transition to a terminal state,
+// and the wallet settles or releases a hold once per task id even if called again.
+import type { AsyncRoutePlan } from '../descriptors/compile.ts';
+import type { LimitsService } from '../limits/limits.ts';
+import type { TaskAccounting } from '../tasks/accounting.ts';
+import type { TaskRecord } from '../tasks/task.ts';
+import type { BillingService } from './wallet.ts';
+
+export class BilledTaskAccounting implements TaskAccounting {
+  private readonly billing: BillingService;
+  private readonly limits: LimitsService;
+
+  constructor(billing: BillingService, limits: LimitsService) {
+    this.billing = billing;
+    this.limits = limits;
+  }
+
+  async reserve(task: TaskRecord, route: AsyncRoutePlan): Promise<number> {
+    await this.limits.acquireTask(task.tenant_id, task.id);
+    try {
+      const quote = await route.pricing.quoteHold(task.request);
+      await this.billing.hold(task.tenant_id, task.id, quote.milli, `${route.key}: ${quote.quantity} ${route.pricing.unit} x ${quote.unitPriceUsd} USD`);
+      return quote.milli;
+    } catch (err) {
+      await this.limits.releaseTask(task.tenant_id, task.id);
+      throw err;
+    }
+  }
+
+  async complete(task: TaskRecord, route: AsyncRoutePlan, upstream?: unknown): Promise<void> {
+    const quote = await route.pricing.quoteSettle(task.request, task.result, upstream);
+    await this.billing.settle(task.tenant_id, task.id, quote.milli, `${route.key}: ${quote.quantity} ${route.pricing.unit} x ${quote.unitPriceUsd} USD`);
+    await this.limits.releaseTask(task.tenant_id, task.id);
+  }
+
+  async abandon(task: TaskRecord): Promise<void> {
+    await this.billing.release(task.tenant_id, task.id, task.error ? `failed: ${task.error.code}` : 'not started');
+    await this.limits.releaseTask(task.tenant_id, task.id);
+  }
+}

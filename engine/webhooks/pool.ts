@@ -1,0 +1,47 @@
+// The pool that runs delivery attempts. Production uses Piscina worker threads; an
+// in-process variant exists for tools and tests that do not want threads.
+import { readFileSync } from 'node:fs';
+import { Piscina } from 'piscina';
+import type { WebhookConfig } from './config.ts';
+import { scaled } from './config.ts';
+import { createSender, type SendResult, type SendTask, type SenderOptions } from './sender.ts';
+
+/** What the dispatcher needs from a pool (a Piscina instance fits). */
+export interface SendPool {
+  run(task: SendTask): Promise<SendResult>;
+  destroy(): Promise<void>;
+}
+
+/** `ModelGateway-Webhook/<package.json version>` (spec: `<product>-Webhook/<version>`). */
+export const USER_AGENT = `ModelGateway-Webhook/${packageVersion()}`;
+
+export function senderOptions(config: WebhookConfig): SenderOptions {
+  return {
+    userAgent: USER_AGENT,
+    caPem: config.ca_pem,
+    allowPrivateCidrs: config.allow_private_cidrs,
+    connectTimeoutMs: scaled(config).timeoutMs,
+  };
+}
+
+/** Worker threads; close with `pool.destroy()` after the scheduler is closed. */
+export function createSendPool(config: WebhookConfig): SendPool {
+  return new Piscina<SendTask, SendResult>({
+    filename: new URL('./worker.ts', import.meta.url).href,
+    workerData: senderOptions(config),
+    minThreads: 1,
+    maxThreads: config.pool_max_threads,
+    // Attempts wait on the network, not the CPU: let each thread keep many in flight.
+    concurrentTasksPerWorker: config.pool_concurrency_per_thread,
+  });
+}
+
+export function createInProcessPool(config: WebhookConfig): SendPool {
+  const sender = createSender(senderOptions(config));
+  return { run: (task) => sender.send(task), destroy: () => sender.close() };
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+  return pkg.version ?? '0.0.0';
+}

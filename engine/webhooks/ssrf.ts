@@ -1,0 +1,131 @@
+// SSRF guard: webhook destinations must be public addresses unless the operator allow-lists
+// them (`webhooks.allow_private_cidrs`). Checked twice:
+//  - when an endpoint is saved: every address the host resolves to (or the literal IP) must be
+//    allowed, so a user learns at once that an internal URL will not be called;
+//  - at connect time, on every attempt, through `guardedLookup` (the undici Agent's
+//    `connect.lookup`): the socket only ever connects to an allowed address, so DNS rebinding
+//    (public at save, 10.x at send) cannot reach inside. There we drop refused addresses and
+//    fail only when none is left; IP-literal URLs skip DNS and are checked by the sender.
+// Not refused: NAT64 (64:ff9b::/96) and 6to4 (2002::/16) prefixes, which embed a v4 address
+// reached through a translator; refusing them would break IPv6-only hosts behind DNS64.
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { lookup as dnsLookupAsync } from 'node:dns/promises';
+
+type Family = 'ipv4' | 'ipv6';
+
+/** Refused ranges, by the name used in error messages. BlockList matches IPv4-mapped IPv6
+ *  addresses (::ffff:10.0.0.1) against the IPv4 rules, which covers "IPv4-mapped private". */
+const REFUSED: ReadonlyArray<[label: string, cidrs: ReadonlyArray<[string, number, Family]>]> = [
+  ['unspecified', [['0.0.0.0', 8, 'ipv4'], ['::', 128, 'ipv6']]],
+  ['loopback', [['127.0.0.0', 8, 'ipv4'], ['::1', 128, 'ipv6']]],
+  ['private', [['10.0.0.0', 8, 'ipv4'], ['172.16.0.0', 12, 'ipv4'], ['192.168.0.0', 16, 'ipv4']]],
+  ['link-local', [['169.254.0.0', 16, 'ipv4'], ['fe80::', 10, 'ipv6']]],
+  ['unique-local', [['fc00::', 7, 'ipv6'], ['fec0::', 10, 'ipv6']]],
+  ['carrier-grade NAT', [['100.64.0.0', 10, 'ipv4']]],
+  ['multicast', [['224.0.0.0', 4, 'ipv4'], ['ff00::', 8, 'ipv6']]],
+  ['reserved', [['240.0.0.0', 4, 'ipv4'], ['192.0.0.0', 24, 'ipv4'], ['198.18.0.0', 15, 'ipv4'], ['::', 96, 'ipv6']]],
+];
+
+const REFUSED_LISTS: ReadonlyArray<[string, BlockList]> = REFUSED.map(([label, cidrs]) => {
+  const list = new BlockList();
+  for (const [net, prefix, family] of cidrs) list.addSubnet(net, prefix, family);
+  return [label, list];
+});
+
+/** Decides whether one IP address may be connected to. */
+export class AddressPolicy {
+  private readonly allowed: BlockList;
+  private constructor(allowed: BlockList) {
+    this.allowed = allowed;
+  }
+
+  /** `cidrs` like `10.1.0.0/16`, `127.0.0.1/32`, `::1/128`; a bare address means a single host. */
+  static fromCidrs(cidrs: readonly string[]): AddressPolicy {
+    const allowed = new BlockList();
+    for (const cidr of cidrs) {
+      const [address = '', prefixText] = cidr.trim().split('/');
+      const version = isIP(address);
+      if (version === 0) throw new Error(`not a CIDR: ${cidr}`);
+      const prefix = prefixText === undefined ? (version === 4 ? 32 : 128) : Number(prefixText);
+      if (!Number.isInteger(prefix)) throw new Error(`not a CIDR: ${cidr}`);
+      try {
+        allowed.addSubnet(address, prefix, version === 4 ? 'ipv4' : 'ipv6');
+      } catch {
+        throw new Error(`not a CIDR: ${cidr}`);
+      }
+    }
+    return new AddressPolicy(allowed);
+  }
+
+  /** Why `address` is refused (e.g. "127.0.0.1 is a loopback address"), or null if allowed. */
+  refusal(address: string): string | null {
+    const ip = address.split('%')[0] ?? address; // drop an IPv6 zone id
+    const version = isIP(ip);
+    if (version === 0) return `${address} is not an IP address`;
+    const family: Family = version === 4 ? 'ipv4' : 'ipv6';
+    if (this.allowed.check(ip, family)) return null;
+    for (const [label, list] of REFUSED_LISTS) {
+      if (list.check(ip, family)) return `${address} is a ${label} address`;
+    }
+    return null;
+  }
+}
+
+/** The hostname of a URL as a resolver wants it (IPv6 literals without brackets). */
+export function hostOf(url: URL): string {
+  const h = url.hostname;
+  return h.startsWith('[') && h.endsWith(']') ? h.slice(1, -1) : h;
+}
+
+export type HostResolver = (host: string) => Promise<LookupAddress[]>;
+
+export const systemResolver: HostResolver = (host) => dnsLookupAsync(host, { all: true, verbatim: true });
+
+/**
+ * Save-time check: null when every address of the URL's host is allowed, else the reason.
+ * A host that does not resolve (yet) is accepted — DNS may simply not be set up, and the
+ * connect-time guard still refuses whatever it later resolves to.
+ */
+export async function destinationRefusal(url: URL, policy: AddressPolicy, resolve: HostResolver = systemResolver): Promise<string | null> {
+  const host = hostOf(url);
+  if (isIP(host) !== 0) return policy.refusal(host);
+  let addresses: LookupAddress[];
+  try {
+    addresses = await resolve(host);
+  } catch {
+    return null;
+  }
+  for (const a of addresses) {
+    const why = policy.refusal(a.address);
+    if (why) return `${host} resolves to ${why.replace(`${a.address} is`, `${a.address}, which is`)}`;
+  }
+  return null;
+}
+
+/** Raised at connect time; the delivery log shows its message. */
+export class DestinationRefusedError extends Error {
+  readonly code = 'EDESTREFUSED';
+  constructor(message: string) {
+    super(message);
+    this.name = 'DestinationRefusedError';
+  }
+}
+
+/** A `lookup` for net/tls.connect that only yields allowed addresses. */
+export function guardedLookup(policy: AddressPolicy, base: typeof dnsLookup = dnsLookup): LookupFunction {
+  return (hostname, options, callback) => {
+    base(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, '', 0);
+      const list = addresses as LookupAddress[];
+      const ok = list.filter((a) => policy.refusal(a.address) === null);
+      if (ok.length === 0) {
+        const why = list.map((a) => policy.refusal(a.address)).join('; ') || 'no addresses';
+        return callback(new DestinationRefusedError(`destination refused: ${hostname} → ${why}`) as NodeJS.ErrnoException, '', 0);
+      }
+      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, ok);
+      const first = ok[0]!;
+      callback(null, first.address, first.family);
+    });
+  };
+}
