@@ -32,9 +32,12 @@ export class BilledTaskAccounting implements TaskAccounting {
     }
   }
 
-  async complete(task: TaskRecord, route: AsyncRoutePlan, upstream?: unknown): Promise<void> {
-    const quote = await route.pricing.quoteSettle(task.request, task.result, upstream);
-    await this.billing.settle(task.tenant_id, task.id, quote.milli, `${route.key}: ${quote.quantity} ${route.pricing.unit} x ${quote.unitPriceUsd} USD`);
+  async price(task: TaskRecord, route: AsyncRoutePlan, upstream?: unknown): Promise<number> {
+    return (await route.pricing.quoteSettle(task.request, task.result, upstream)).milli;
+  }
+
+  async complete(task: TaskRecord): Promise<void> {
+    await this.billing.settle(task.tenant_id, task.id, task.charge ?? 0, `${task.route}: completed`);
     await this.limits.releaseTask(task.tenant_id, task.id);
   }
 

@@ -1,35 +1,37 @@
-// `gateway check`: load and compile the config and every descriptor without serving, and
-// report each problem as `file:line:col  /pointer  message`. Exit 1 on any problem.
+// `gateway check [paths]`: validate the config, the descriptors and their fixtures without
+// serving (engine/tooling/checks.ts says what is checked). Each problem is printed as
+// `file:line:col  /pointer  message  [check]`; exit 1 when any is an error.
 import { parseArgs } from 'node:util';
-import { resolve } from 'node:path';
-import { loadConfigFile } from '../config/load-config.ts';
-import { formatProblem, LoadError } from '../config/yaml-source.ts';
-import { compileVendors } from '../descriptors/compile.ts';
-import { loadVendorDir } from '../descriptors/load-descriptors.ts';
-import { createUpstreamAgent } from '../upstream/client.ts';
-import { createAjv } from '../validation/ajv.ts';
-import { systemClock } from '../util/clock.ts';
+import { runChecks } from '../tooling/checks.ts';
+import { formatFinding, githubAnnotation } from '../tooling/findings.ts';
+import { print } from './tools.ts';
+
+export const CHECK_USAGE = `  check [paths...] [--config FILE] [--format text|json|github] [--strict]
+                                        validate config, descriptors and fixtures without serving;
+                                        paths: descriptor files, folders, fixture files (default:
+                                        the config's vendors folder). Exit 1 on any error
+                                        (--strict: on warnings too)`;
 
 export async function checkCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { config: { type: 'string' }, format: { type: 'string', default: 'text' } } });
-  const dispatcher = createUpstreamAgent();
-  try {
-    const config = loadConfigFile(resolve(values.config ?? process.env.GATEWAY_CONFIG ?? 'config.yaml'));
-    const ajv = createAjv({ useDefaults: true });
-    const loaded = loadVendorDir(config.vendors.dir, ajv, config.vendors.disabled);
-    const plans = compileVendors(loaded, {
-      ajv, config, clock: systemClock, dispatcher,
-      baseUrlFor: (v) => (config.sandbox.enabled ? `http://sandbox.invalid/${v}` : config.upstreams[v]?.base_url),
-    });
-    const routes = plans.reduce((n, v) => n + v.routes.length, 0);
-    console.log(values.format === 'json' ? JSON.stringify({ ok: true, vendors: plans.length, routes }) : `ok: ${plans.length} vendor(s), ${routes} route(s)`);
-    return 0;
-  } catch (err) {
-    if (!(err instanceof LoadError)) throw err;
-    if (values.format === 'json') console.log(JSON.stringify({ ok: false, problems: err.problems }));
-    else for (const p of err.problems) console.error(formatProblem(p));
-    return 1;
-  } finally {
-    await dispatcher.close();
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { config: { type: 'string' }, format: { type: 'string', default: 'text' }, strict: { type: 'boolean', default: false } },
+  });
+  if (!['text', 'json', 'github'].includes(values.format!)) {
+    console.error(`--format must be text, json or github`);
+    return 2;
   }
+  const report = await runChecks({ config: values.config, paths: positionals });
+  const failed = !report.ok || (values.strict && report.warnings > 0);
+  if (values.format === 'json') {
+    await print(`${JSON.stringify({ ...report, ok: !failed }, null, 2)}\n`);
+  } else {
+    const print = values.format === 'github' ? githubAnnotation : formatFinding;
+    for (const f of report.findings) (f.severity === 'error' ? console.error : console.log)(print(f));
+    const summary = `${report.errors} error(s), ${report.warnings} warning(s) in ${report.vendors} descriptor(s), ${report.routes} route(s)`;
+    if (failed) console.error(`check failed: ${summary}`);
+    else console.log(`ok: ${summary}`);
+  }
+  return failed ? 1 : 0;
 }

@@ -8,12 +8,14 @@ import { loadConfigFile } from '../config/load-config.ts';
 import { formatProblem, LoadError } from '../config/yaml-source.ts';
 import { startGateway } from '../gateway.ts';
 import { adminCommand, ADMIN_USAGE } from './admin-client.ts';
-import { checkCommand } from './check.ts';
+import { CHECK_USAGE, checkCommand } from './check.ts';
+import { diffCommand, newVendorCommand, openapiCommand, routesCommand, TOOLS_USAGE } from './tools.ts';
 
 const USAGE = `usage: gateway <command> [options]
 
   serve [--config config.yaml]          run the gateway in the foreground
-  check [--config config.yaml]          validate the config and every descriptor, then exit
+${CHECK_USAGE}
+${TOOLS_USAGE}
 ${ADMIN_USAGE}
 Config: --config, else GATEWAY_CONFIG, else ./config.yaml. PORT overrides the listen port.`;
 
@@ -24,6 +26,14 @@ async function main(argv: string[]): Promise<number> {
       return serve(rest);
     case 'check':
       return checkCommand(rest);
+    case 'routes':
+      return routesCommand(rest);
+    case 'diff':
+      return diffCommand(rest);
+    case 'openapi':
+      return openapiCommand(rest);
+    case 'new-vendor':
+      return newVendorCommand(rest);
     case 'tenant':
     case 'key':
     case 'wallet':
@@ -68,10 +78,17 @@ async function serve(args: string[]): Promise<number> {
   return 0;
 }
 
+/** Pipes are asynchronous: let what was written reach the reader before exiting. */
+const flushed = () => Promise.all([process.stdout, process.stderr].map((s) => new Promise<void>((done) => s.write('', () => done()))));
+
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (err) => {
+  async (code) => {
+    await flushed();
+    process.exit(code);
+  },
+  async (err) => {
     console.error(err instanceof Error ? err.message : err);
+    await flushed();
     process.exit(1);
   },
 );

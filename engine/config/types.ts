@@ -11,7 +11,7 @@ export interface GatewayConfig {
   store: { kind: 'memory' | 'redis'; redis_url: string; key_prefix: string };
   sandbox: { enabled: boolean; demo_api_key?: string; demo_credits: string; queued_ms: number; running_ms: number };
   admin: { token: string };
-  timing: { scale: number; poll_error_limit: number };
+  timing: { scale: number; poll_error_limit: number; sweep_interval_ms: number; sweep_grace_ms: number };
   billing: Record<string, unknown>;
   limits: Record<string, unknown>;
   webhooks: Record<string, unknown>;

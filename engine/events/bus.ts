@@ -30,9 +30,12 @@ export class EventBus {
     this.handlers.push(handler);
   }
 
-  /** Build an envelope (evt_ id, created_at now) and publish it. */
-  async emit(tenantId: string, type: EventType, data: Record<string, unknown>, idPrefix = 'evt_'): Promise<GatewayEvent> {
-    const event: GatewayEvent = { id: prefixedId(idPrefix), type, created_at: isoNow(this.clock), data, tenant_id: tenantId };
+  /**
+   * Build an envelope (created_at now; a random evt_ id unless the caller derives one, so that
+   * publishing the same fact twice is recognised downstream) and publish it.
+   */
+  async emit(tenantId: string, type: EventType, data: Record<string, unknown>, opts: { id?: string } = {}): Promise<GatewayEvent> {
+    const event: GatewayEvent = { id: opts.id ?? prefixedId('evt_'), type, created_at: isoNow(this.clock), data, tenant_id: tenantId };
     await this.publish(event);
     return event;
   }

@@ -8,13 +8,16 @@ import type { TaskRecord } from './task.ts';
 export interface TaskAccounting {
   /** Throws a GatewayError (1003, 1005) when the task may not start; returns milli-credits held. */
   reserve(task: TaskRecord, route: AsyncRoutePlan): Promise<number>;
-  /** `upstream` is the provider's final answer, for prices that depend on output. */
-  complete(task: TaskRecord, route: AsyncRoutePlan, upstream?: unknown): Promise<void>;
+  /** The actual price of a task about to complete (`upstream`: the provider's final answer). */
+  price(task: TaskRecord, route: AsyncRoutePlan, upstream?: unknown): Promise<number>;
+  /** Settle `task.charge` and free the task's slot. */
+  complete(task: TaskRecord): Promise<void>;
   abandon(task: TaskRecord): Promise<void>;
 }
 
 export const noAccounting: TaskAccounting = {
   reserve: async () => 0,
+  price: async () => 0,
   complete: async () => {},
   abandon: async () => {},
 };

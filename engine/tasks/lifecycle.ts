@@ -5,6 +5,7 @@
 //   deadline job: a task not finished by the route's max_execution_ms fails with 4008
 // Every transition is a compare-and-set on the status (TaskStore.transition), so a late or
 // duplicate poll answer never moves a finished task and settle/release happen once.
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
@@ -20,7 +21,7 @@ import type { TaskAccounting } from './accounting.ts';
 import type { TaskStore } from './store.ts';
 import { TERMINAL, taskInfo, taskResponse, type TaskRecord } from './task.ts';
 
-export const JOBS = { submit: 'task.submit', poll: 'task.poll', deadline: 'task.deadline' } as const;
+export const JOBS = { submit: 'task.submit', poll: 'task.poll', deadline: 'task.deadline', sweep: 'task.sweep' } as const;
 
 export interface LifecycleDeps {
   store: TaskStore;
@@ -32,6 +33,9 @@ export interface LifecycleDeps {
   routes: ReadonlyMap<string, AsyncRoutePlan>;
   /** Consecutive unusable poll answers tolerated before the task fails. */
   pollErrorLimit: number;
+  /** How often the safety sweep runs, and how long an active task may show no sign of life before it re-drives it. */
+  sweepIntervalMs: number;
+  sweepGraceMs: number;
 }
 
 const ACTIVE: readonly TaskStatus[] = ['pending', 'processing'];
@@ -48,6 +52,16 @@ export class TaskLifecycle {
     this.d.scheduler.handle(JOBS.submit, (p) => this.submit(String(p.id)));
     this.d.scheduler.handle(JOBS.poll, (p) => this.poll(String(p.id), Number(p.n ?? 0)));
     this.d.scheduler.handle(JOBS.deadline, (p) => this.deadline(String(p.id)));
+    this.d.scheduler.handle(JOBS.sweep, async (p) => {
+      await this.sweep();
+      await this.scheduleSweep(Number(p.n ?? 0) + 1);
+    });
+  }
+
+  /** Start the sweep chain; the job id names its slot, so several workers share one chain. */
+  async scheduleSweep(n = Math.floor(this.d.clock.now() / this.d.sweepIntervalMs) + 1): Promise<void> {
+    const slot = Math.max(n, Math.floor(this.d.clock.now() / this.d.sweepIntervalMs) + 1);
+    await this.d.scheduler.schedule(JOBS.sweep, `sweep.${slot}`, { n: slot }, slot * this.d.sweepIntervalMs - this.d.clock.now());
   }
 
   async create(route: AsyncRoutePlan, tenantId: string, request: Record<string, unknown>, traceparent?: string): Promise<TaskRecord> {
@@ -74,7 +88,7 @@ export class TaskLifecycle {
       await this.d.accounting.abandon(task);
       throw new GatewayError(4002, 'The task could not be stored.', { cause: err });
     }
-    await this.d.bus.emit(tenantId, 'task.created', eventData(task, { task_info: taskInfo(task) }));
+    await this.d.bus.emit(tenantId, 'task.created', eventData(task, { task_info: taskInfo(task) }), { id: eventId(task.id, 'task.created') });
     await this.d.scheduler.schedule(JOBS.submit, task.id, { id: task.id }, 0);
     await this.d.scheduler.schedule(JOBS.deadline, task.id, { id: task.id }, route.maxExecutionMs);
     return task;
@@ -82,7 +96,7 @@ export class TaskLifecycle {
 
   async submit(id: string): Promise<void> {
     const task = await this.d.store.get(id);
-    if (!task || TERMINAL.has(task.status) || task.upstream_task_id) return;
+    if (!task || (await this.settled(task)) || task.upstream_task_id) return;
     const route = this.routeOf(task);
     const s = route.submit;
     let res: UpstreamResponse;
@@ -112,13 +126,13 @@ export class TaskLifecycle {
     if (typeof upstreamId !== 'string' && typeof upstreamId !== 'number') {
       return this.fail(task, new GatewayError(3003, 'The provider accepted the task but its answer carries no task id.'));
     }
-    const updated = await this.d.store.transition(id, ACTIVE, { upstream_task_id: String(upstreamId) });
+    const updated = await this.d.store.transition(id, ACTIVE, { upstream_task_id: String(upstreamId), checked_at: this.d.clock.now() });
     if (updated) await this.d.scheduler.schedule(JOBS.poll, `${id}.p1`, { id, n: 1 }, route.poll.intervalMs);
   }
 
   async poll(id: string, n: number): Promise<void> {
     const task = await this.d.store.get(id);
-    if (!task || TERMINAL.has(task.status) || !task.upstream_task_id) return;
+    if (!task || (await this.settled(task)) || !task.upstream_task_id) return;
     const route = this.routeOf(task);
     if (this.d.clock.now() >= task.deadline_at) return this.deadline(id);
     const p = route.poll;
@@ -136,7 +150,7 @@ export class TaskLifecycle {
       const failures = task.poll_failures + 1;
       const gwErr = this.asGatewayError(route, err);
       if (failures >= this.d.pollErrorLimit) return this.fail(task, gwErr);
-      await this.d.store.transition(id, ACTIVE, { poll_failures: failures });
+      await this.d.store.transition(id, ACTIVE, { poll_failures: failures, checked_at: this.d.clock.now(), poll_n: n });
       this.d.logger.warn({ task_id: id, code: gwErr.code, failures }, 'upstream poll failed; will retry');
       return next();
     }
@@ -151,7 +165,7 @@ export class TaskLifecycle {
       return this.fail(task, await mapUpstreamError(route.errorRules, { stage: 'task', http_status: res.status, body: res.body, message: code && message ? `${message} (${code})` : message }));
     }
     if (status === 'completed') return this.complete(task, route, res.body);
-    const patch: Partial<TaskRecord> = { poll_failures: 0 };
+    const patch: Partial<TaskRecord> = { poll_failures: 0, checked_at: this.d.clock.now(), poll_n: n };
     if (status === 'processing' && task.status === 'pending') {
       patch.status = 'processing';
       patch.updated_at = isoNow(this.d.clock);
@@ -161,7 +175,7 @@ export class TaskLifecycle {
 
   async deadline(id: string): Promise<void> {
     const task = await this.d.store.get(id);
-    if (!task || TERMINAL.has(task.status)) return;
+    if (!task || (await this.settled(task))) return;
     const route = this.d.routes.get(task.route);
     const seconds = route ? Math.round(route.maxExecutionMs / 1000) : 0;
     await this.fail(task, new GatewayError(4008, `The task exceeded the maximum execution time (${seconds} s) and was cancelled.`));
@@ -176,18 +190,75 @@ export class TaskLifecycle {
       }
       result[name] = Array.isArray(value) ? value : [value];
     }
-    const done = await this.d.store.transition(task.id, ACTIVE, { status: 'completed', result, updated_at: isoNow(this.d.clock), poll_failures: 0 });
-    if (!done) return; // someone else finished it first
-    await this.d.accounting.complete(done, route, body);
-    await this.d.bus.emit(done.tenant_id, 'task.succeeded', eventData(done, taskResponse(done)));
+    // The price is fixed before the transition, so a re-run of finalize() settles the same amount.
+    const charge = await this.d.accounting.price({ ...task, result }, route, body);
+    const done = await this.d.store.transition(task.id, ACTIVE, { status: 'completed', result, charge, finalized: false, updated_at: isoNow(this.d.clock), poll_failures: 0 });
+    if (done) await this.finalize(done); // else someone else finished it first
   }
 
   private async fail(task: TaskRecord, err: GatewayError): Promise<void> {
-    const failed = await this.d.store.transition(task.id, ACTIVE, { status: 'failed', error: err.toTaskError(), updated_at: isoNow(this.d.clock) });
+    const failed = await this.d.store.transition(task.id, ACTIVE, { status: 'failed', error: err.toTaskError(), finalized: false, updated_at: isoNow(this.d.clock) });
     if (!failed) return;
     this.d.logger.info({ task_id: task.id, code: err.code }, 'task failed');
-    await this.d.accounting.abandon(failed);
-    await this.d.bus.emit(failed.tenant_id, 'task.failed', eventData(failed, { task_info: taskInfo(failed) }));
+    await this.finalize(failed);
+  }
+
+  /**
+   * What follows a terminal transition: settle or release, and the task.succeeded/failed
+   * event. A process killed in between leaves `finalized: false`; the next job or sweep that
+   * sees the task runs this again. Settling is once per task in the wallet, and the event id is
+   * derived from the task, so webhooks fan it out once however often it is published.
+   */
+  private async finalize(task: TaskRecord): Promise<void> {
+    if (task.status === 'completed') {
+      await this.d.accounting.complete(task);
+      await this.d.bus.emit(task.tenant_id, 'task.succeeded', eventData(task, taskResponse(task)), { id: eventId(task.id, 'task.succeeded') });
+    } else {
+      await this.d.accounting.abandon(task);
+      await this.d.bus.emit(task.tenant_id, 'task.failed', eventData(task, { task_info: taskInfo(task) }), { id: eventId(task.id, 'task.failed') });
+    }
+    await this.d.store.transition(task.id, [task.status], { finalized: true });
+  }
+
+  /** A task found finished: make sure its side effects happened. True when it is terminal. */
+  private async settled(task: TaskRecord): Promise<boolean> {
+    if (!TERMINAL.has(task.status)) return false;
+    if (task.finalized === false) await this.finalize(task);
+    return true;
+  }
+
+  /**
+   * The safety sweep (worker role, every few seconds): re-drives active tasks whose timer was
+   * lost — a process killed between storing a task and scheduling its jobs, or a poll chain
+   * broken by a crash — and finishes terminal tasks whose side effects were cut short.
+   */
+  async sweep(): Promise<number> {
+    const now = this.d.clock.now();
+    let touched = 0;
+    for (const task of await this.d.store.listUnsettled(200)) {
+      const route = this.d.routes.get(task.route);
+      if (await this.settled(task)) {
+        touched++;
+        continue;
+      }
+      if (!route) continue;
+      const idle = now - (task.checked_at ?? Date.parse(task.created_at));
+      if (now >= task.deadline_at) {
+        await this.deadline(task.id);
+        touched++;
+      } else if (idle > this.d.sweepGraceMs + route.poll.intervalMs) {
+        // No sign of life for a while: schedule the step it is waiting for. The job ids are
+        // the ones the lost chain would have used, so a chain that was only slow merges with it.
+        if (task.upstream_task_id) {
+          const n = (task.poll_n ?? 0) + 1;
+          await this.d.scheduler.schedule(JOBS.poll, `${task.id}.p${n}`, { id: task.id, n }, 0);
+        } else {
+          await this.d.scheduler.schedule(JOBS.submit, task.id, { id: task.id }, 0);
+        }
+        touched++;
+      }
+    }
+    return touched;
   }
 
   private routeOf(task: TaskRecord): AsyncRoutePlan {
@@ -203,6 +274,11 @@ export class TaskLifecycle {
     this.d.logger.error({ err, route: route.key }, 'unexpected error talking to the upstream');
     return new GatewayError(4002, 'An internal operation failed while talking to the provider.');
   }
+}
+
+/** Event ids of a task are derived from it, so a re-published event is recognised as the same one. */
+export function eventId(taskId: string, type: string): string {
+  return `evt_${createHash('sha256').update(`${taskId}/${type}`).digest('base64url').slice(0, 24)}`;
 }
 
 function eventData(task: TaskRecord, payload: Record<string, unknown>): Record<string, unknown> {

@@ -11,4 +11,9 @@ export interface TaskStore {
    * undefined when the task is missing or in another status (nothing changed).
    */
   transition(id: string, from: readonly TaskStatus[], patch: Partial<TaskRecord>): Promise<TaskRecord | undefined>;
+  /**
+   * Up to `limit` tasks that are not settled yet: active (pending, processing) or terminal with
+   * `finalized: false`. A task leaves this set when it is finalized. Oldest first.
+   */
+  listUnsettled(limit: number): Promise<TaskRecord[]>;
 }

@@ -27,6 +27,14 @@ export interface TaskRecord {
   traceparent?: string;
   /** Milli-credits held for this task at creation. */
   hold?: number;
+  /** Milli-credits to settle, fixed when the task completes. */
+  charge?: number;
+  /** false between a terminal transition and the end of its side effects (settle/release, event). */
+  finalized?: boolean;
+  /** Epoch ms of the last sign of life (submission, poll): the sweep re-drives tasks silent too long. */
+  checked_at?: number;
+  /** Number of the last poll, so a re-driven poll chain continues the lost one's job ids. */
+  poll_n?: number;
 }
 
 export const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed']);

@@ -1,0 +1,73 @@
+// What `gateway check [paths]` looks at: the config (when there is one) and the descriptor
+// files named by the paths (files, folders of descriptors, repository roots with vendors/, or
+// fixture files, which stand for their descriptor) — by default the config's vendors folder.
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { loadConfigFile, loadConfigText } from '../config/load-config.ts';
+import { LoadError, type Problem } from '../config/yaml-source.ts';
+import type { GatewayConfig } from '../config/types.ts';
+
+export interface CheckTargets {
+  config?: GatewayConfig;
+  configProblems: Problem[];
+  /** Absolute descriptor file paths, sorted, without duplicates. */
+  files: string[];
+  problems: Problem[];
+}
+
+export interface TargetOptions {
+  /** --config; else GATEWAY_CONFIG; else ./config.yaml when it exists. */
+  config?: string;
+  paths?: readonly string[];
+  env?: Record<string, string | undefined>;
+}
+
+export function checkTargets(opts: TargetOptions): CheckTargets {
+  const env = opts.env ?? process.env;
+  const configProblems: Problem[] = [];
+  const problems: Problem[] = [];
+  let config: GatewayConfig | undefined;
+  const explicit = opts.config ?? env.GATEWAY_CONFIG;
+  const configFile = resolve(explicit ?? 'config.yaml');
+  if (existsSync(configFile)) {
+    try {
+      config = loadConfigFile(configFile, { env });
+    } catch (err) {
+      if (!(err instanceof LoadError)) throw err;
+      configProblems.push(...err.problems);
+    }
+  } else if (explicit !== undefined) {
+    configProblems.push({ file: explicit, line: 0, col: 0, pointer: '', message: 'config file does not exist' });
+  }
+
+  const files = new Set<string>();
+  const paths = opts.paths?.length ? opts.paths : [config?.vendors.dir ?? 'vendors'];
+  for (const p of paths) {
+    const abs = resolve(p);
+    if (!existsSync(abs)) {
+      problems.push({ file: p, line: 0, col: 0, pointer: '', message: 'no such file or folder' });
+      continue;
+    }
+    if (statSync(abs).isDirectory()) {
+      const dir = !hasYaml(abs) && existsSync(join(abs, 'vendors')) ? join(abs, 'vendors') : abs;
+      for (const f of readdirSync(dir).filter((n) => /\.ya?ml$/.test(n)).sort()) files.add(join(dir, f));
+    } else if (/\.ya?ml$/.test(abs)) files.add(abs);
+    else if (abs.endsWith('.json')) {
+      // vendors/<vendor>/fixtures/<route>/<state>.json → vendors/<vendor>.yaml
+      const vendorDir = dirname(dirname(dirname(abs)));
+      const descriptor = ['.yaml', '.yml'].map((e) => join(dirname(vendorDir), `${basename(vendorDir)}${e}`)).find(existsSync);
+      if (descriptor) files.add(descriptor);
+      else problems.push({ file: p, line: 0, col: 0, pointer: '', message: 'not a fixture of a descriptor (expected <vendors>/<vendor>/fixtures/<route>/<state>.json)' });
+    } else problems.push({ file: p, line: 0, col: 0, pointer: '', message: 'not a descriptor (.yaml), a fixture (.json) or a folder' });
+  }
+  return { config, configProblems, files: [...files].sort(), problems };
+}
+
+function hasYaml(dir: string): boolean {
+  return readdirSync(dir).some((n) => /\.ya?ml$/.test(n) && !/^config(\.|$)/.test(n));
+}
+
+/** The config used to compile descriptors when none was given: sandbox on, defaults elsewhere. */
+export function fallbackConfig(vendorsDir: string): GatewayConfig {
+  return loadConfigText(`sandbox: { enabled: true, demo_api_key: gw_test_check_only_000000000000 }\nvendors: { dir: ${JSON.stringify(vendorsDir)} }\n`, process.cwd(), { env: {} });
+}
