@@ -7,6 +7,7 @@ import { GatewayError } from '../errors/gateway-error.ts';
 import { accessLog } from './access-log.ts';
 import { adminRouter, type AdminDeps } from './admin-routes.ts';
 import { errorHandler } from './problem.ts';
+import { openapiRouter } from './openapi-routes.ts';
 import { mountProxyRoutes } from './proxy-routes.ts';
 import { mountTaskRoutes, type TaskRouteDeps } from './task-routes.ts';
 import { traceMiddleware } from './traceparent.ts';
@@ -32,6 +33,7 @@ export function buildApp(deps: AppDeps): Express {
     res.json({ status: 'ok' });
   });
   app.use('/admin/v1', adminRouter(deps.admin));
+  app.use(openapiRouter(deps.vendors));
   const methods = new Map<string, Set<string>>();
   mountTaskRoutes(app, deps.vendors, deps, methods);
   mountProxyRoutes(app, deps.vendors, deps, methods);
