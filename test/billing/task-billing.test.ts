@@ -184,6 +184,8 @@ describe('limits through the gateway', () => {
   daily_spend_credits: null`,
     });
     const { key } = await newTenant(gw);
+    // Rate windows are aligned to the clock's seconds: start the burst early in one.
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
     const burst = await Promise.all(Array.from({ length: 12 }, () => call(gw.url, 'GET', `${IMAGES}/9b2f0c1e-4a57-4c43-9d5e-6f1f4b1c2a3d`, { key })));
     const statuses = burst.map((r) => r.status);
     expect(statuses.filter((s) => s === 404)).to.have.length(5);
@@ -197,7 +199,7 @@ describe('limits through the gateway', () => {
 
   it('concurrent active tasks above the quota → 429 / 1005; a finished task frees its slot', async () => {
     const { key } = await newTenant(gw);
-    await new Promise((r) => setTimeout(r, 1100)); // a fresh rate window
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5)); // a fresh rate window
     const held = await Promise.all([0, 1, 2].map((i) => call(gw.url, 'POST', IMAGES, { key, body: { prompt: `slot ${i} [sandbox:hang]` } })));
     expect(held.map((r) => r.status)).to.deep.equal([202, 202, 202]);
     const fourth = await call(gw.url, 'POST', IMAGES, { key, body: { prompt: 'one too many' } });
