@@ -7,13 +7,15 @@ import { resolve } from 'node:path';
 import { loadConfigFile } from '../config/load-config.ts';
 import { formatProblem, LoadError } from '../config/yaml-source.ts';
 import { startGateway } from '../gateway.ts';
+import type { Role } from '../store/factory.ts';
 import { adminCommand, ADMIN_USAGE } from './admin-client.ts';
 import { CHECK_USAGE, checkCommand } from './check.ts';
 import { diffCommand, newVendorCommand, openapiCommand, routesCommand, TOOLS_USAGE } from './tools.ts';
 
 const USAGE = `usage: gateway <command> [options]
 
-  serve [--config config.yaml]          run the gateway in the foreground
+  serve [--config config.yaml] [--role all|api|worker]
+                                        run the gateway in the foreground (roles need the redis store)
 ${CHECK_USAGE}
 ${TOOLS_USAGE}
 ${ADMIN_USAGE}
@@ -56,9 +58,13 @@ export function configPath(values: { config?: string }): string {
 
 async function serve(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { config: { type: 'string' }, role: { type: 'string', default: 'all' } } });
+  if (!['all', 'api', 'worker'].includes(values.role)) {
+    console.error(`--role must be all, api or worker (got ${values.role})`);
+    return 2;
+  }
   let gateway;
   try {
-    gateway = await startGateway(loadConfigFile(configPath(values)));
+    gateway = await startGateway(loadConfigFile(configPath(values)), { role: values.role as Role });
   } catch (err) {
     if (err instanceof LoadError) {
       for (const p of err.problems) console.error(formatProblem(p));

@@ -1,0 +1,89 @@
+// Chooses the adapters of every store port from config: `memory` (one process, the embedded
+// default) or `redis` (any number of processes sharing one Redis; jobs on BullMQ).
+import { Redis } from 'ioredis';
+import type { GatewayConfig } from '../config/types.ts';
+import type { WalletStore } from '../billing/store.ts';
+import type { IdempotencyStore } from '../idempotency/store.ts';
+import { BullJobScheduler } from '../jobs/bullmq-scheduler.ts';
+import { MemoryJobScheduler, type JobErrorReporter, type JobScheduler } from '../jobs/scheduler.ts';
+import type { RateLimiterFactory } from '../limits/rate.ts';
+import type { LimitsStore } from '../limits/store.ts';
+import type { TaskStore } from '../tasks/store.ts';
+import type { TenantStore } from '../tenants/store.ts';
+import type { WebhookStore } from '../webhooks/store.ts';
+import { MemoryIdempotencyStore } from './memory/idempotency.ts';
+import { MemoryLimitsStore } from './memory/limits.ts';
+import { MemoryTaskStore } from './memory/tasks.ts';
+import { MemoryTenantStore } from './memory/tenants.ts';
+import { MemoryWalletStore } from './memory/wallets.ts';
+import { MemoryWebhookStore } from './memory/webhooks.ts';
+import {
+  RedisIdempotencyStore, RedisLimitsStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateLimiterFactory,
+} from './redis/index.ts';
+
+export type Role = 'all' | 'api' | 'worker';
+
+export interface Stores {
+  tasks: TaskStore;
+  tenants: TenantStore;
+  wallets: WalletStore;
+  limits: LimitsStore;
+  idempotency: IdempotencyStore;
+  webhooks: WebhookStore;
+  /** Undefined: rate-limiter-flexible's memory limiter. */
+  rateLimiterFactory?: RateLimiterFactory;
+  scheduler: JobScheduler;
+  /** Close the scheduler first (no job mid-run), then the connections. */
+  close(): Promise<void>;
+}
+
+export async function createStores(config: GatewayConfig, role: Role, onJobError: JobErrorReporter): Promise<Stores> {
+  if (config.store.kind === 'memory') {
+    if (role !== 'all') throw new Error(`--role ${role} needs store.kind redis: with the memory store one process does everything`);
+    const scheduler = new MemoryJobScheduler(onJobError);
+    return {
+      tasks: new MemoryTaskStore(),
+      tenants: new MemoryTenantStore(),
+      wallets: new MemoryWalletStore(),
+      limits: new MemoryLimitsStore(),
+      idempotency: new MemoryIdempotencyStore(),
+      webhooks: new MemoryWebhookStore(),
+      scheduler,
+      close: () => scheduler.close(),
+    };
+  }
+  const client = new Redis(config.store.redis_url, { lazyConnect: true, maxRetriesPerRequest: 3, enableAutoPipelining: true });
+  try {
+    await client.connect();
+    await client.ping();
+  } catch (err) {
+    client.disconnect();
+    throw new Error(`cannot reach Redis at ${redactUrl(config.store.redis_url)}: ${(err as Error).message}`);
+  }
+  const o = { client, prefix: `${config.store.key_prefix}:` };
+  const scheduler = new BullJobScheduler({
+    url: config.store.redis_url,
+    prefix: config.store.key_prefix,
+    runWorkers: role !== 'api',
+    lockMs: Math.max(1000, Math.round(config.store.job_lock_ms * config.timing.scale)),
+    onError: onJobError,
+  });
+  return {
+    tasks: new RedisTaskStore(o),
+    tenants: new RedisTenantStore(o),
+    wallets: new RedisWalletStore(o),
+    limits: new RedisLimitsStore(o),
+    idempotency: new RedisIdempotencyStore(o),
+    webhooks: new RedisWebhookStore(o),
+    rateLimiterFactory: redisRateLimiterFactory(client, o.prefix),
+    scheduler,
+    close: async () => {
+      await scheduler.close();
+      await client.quit().catch(() => client.disconnect());
+    },
+  };
+}
+
+function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}

@@ -1,0 +1,61 @@
+// Key names of the Redis adapters (the full layout is in docs/redis-layout.md). Everything sits
+// under the configured prefix. Per-tenant state shares the hash tag `{t:<tenantId>}`, so Redis
+// Cluster keeps a tenant's wallet, ledger, limits, idempotency records and webhook data in one
+// slot and each script touches one slot. Records read by id alone (tasks, deliveries,
+// endpoints' pacing) carry their own tag.
+import type { Redis } from 'ioredis';
+import { checkPrefix } from './script.ts';
+
+/** What every Redis adapter is constructed with. */
+export interface RedisStoreOptions {
+  client: Redis;
+  /** e.g. `gw:`; no braces (the adapters add the hash tags). */
+  prefix: string;
+}
+
+export class Keys {
+  readonly prefix: string;
+
+  constructor(prefix: string) {
+    this.prefix = checkPrefix(prefix);
+  }
+
+  /** `<prefix>{t:<tenantId>}:` — the start of every per-tenant key. */
+  tenant(tenantId: string): string {
+    return `${this.prefix}{t:${tenantId}}:`;
+  }
+
+  /** The tenant/key directory: one small slot (global lookups by key hash need one index). */
+  dir(name: string): string {
+    return `${this.prefix}{dir}:${name}`;
+  }
+
+  task(id: string): string {
+    return `${this.prefix}{task:${id}}`;
+  }
+
+  /** delivery id -> tenant id (written before the delivery, immutable). */
+  deliveryOwner(id: string): string {
+    return `${this.prefix}{wd:${id}}`;
+  }
+
+  /** endpoint id -> tenant id (immutable; kept after deletion so stats stay readable). */
+  endpointOwner(id: string): string {
+    return `${this.prefix}{we:${id}}`;
+  }
+
+  /** The endpoint's send-slot reservations (reserveSendSlot). */
+  endpointSlots(id: string): string {
+    return `${this.prefix}{we:${id}}:slots`;
+  }
+
+  /** Tenants that have (had) webhook deliveries: what the retention purge walks. */
+  webhookTenants(): string {
+    return `${this.prefix}wh:tenants`;
+  }
+
+  /** Prefix of rate-limiter-flexible counters. */
+  rate(name: string): string {
+    return `${this.prefix}rl:${name}`;
+  }
+}

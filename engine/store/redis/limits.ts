@@ -1,0 +1,135 @@
+// Redis adapter of the limits store (concurrent-task slots and daily spend): one script per
+// method on the tenant's keys. Request-rate counters live in rate-limiter-flexible (rate.ts).
+//   <p>{t:<id>}:active        hash   taskId -> acquired at (ms); HLEN = active tasks
+//   <p>{t:<id>}:spend         hash   "YYYY-MM-DD" -> milli-credits spent that UTC day; days more
+//                                    than RETAIN_DAYS before the day being written are dropped
+//   <p>{t:<id>}:spend:<ref>   string "day|amount|final(0/1)", TTL REF_TTL_S: a late duplicate of
+//                                    a ref is recognised for at least RETAIN_DAYS + 1 days
+import type { Milli } from '../../billing/money.ts';
+import type { AcquireResult, LimitsStore, SpendReservation } from '../../limits/store.ts';
+import { Keys, type RedisStoreOptions } from './keys.ts';
+import { lua } from './script.ts';
+
+const RETAIN_DAYS = 3;
+const REF_TTL_S = (RETAIN_DAYS + 1) * 86_400;
+
+// KEYS: active. ARGV: task id, limit ('' = none), now.
+const ACQUIRE = lua(`
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 'already' end
+if ARGV[2] ~= '' and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[2]) then return 'full' end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 'acquired'
+`);
+
+const SPEND_LIB = `
+local function prune(D, cutoff)
+  if redis.call('HLEN', D) > ${RETAIN_DAYS} then
+    for _, d in ipairs(redis.call('HKEYS', D)) do
+      if d < cutoff then redis.call('HDEL', D, d) end
+    end
+  end
+end
+local function spent(D, day) return tonumber(redis.call('HGET', D, day) or '0') end
+`;
+
+// KEYS: days, ref. ARGV: day, milli, limit ('' = none), cutoff day, ref ttl (s).
+const RESERVE = lua(SPEND_LIB + `
+prune(KEYS[1], ARGV[4])
+local s = spent(KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[2]) == 1 then return { 'duplicate', num(s) } end
+local milli = tonumber(ARGV[2])
+if ARGV[3] ~= '' and s + milli > tonumber(ARGV[3]) then return { 'refused', num(s) } end
+redis.call('SET', KEYS[2], ARGV[1] .. '|' .. num(milli) .. '|0', 'EX', ARGV[5])
+redis.call('HSET', KEYS[1], ARGV[1], num(s + milli))
+return { 'reserved', num(s + milli) }
+`);
+
+// KEYS: days, ref. ARGV: day, milli, cutoff day, ref ttl (s).
+const RECORD = lua(SPEND_LIB + `
+prune(KEYS[1], ARGV[3])
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+local milli = tonumber(ARGV[2])
+redis.call('SET', KEYS[2], ARGV[1] .. '|' .. num(milli) .. '|1', 'EX', ARGV[4])
+redis.call('HSET', KEYS[1], ARGV[1], num(spent(KEYS[1], ARGV[1]) + milli))
+return 1
+`);
+
+// KEYS: days, ref. ARGV: actual ('' = cancel: undo the whole reservation and forget the ref).
+const CLOSE = lua(SPEND_LIB + `
+local r = redis.call('GET', KEYS[2])
+if not r then return 0 end
+local day, amount, final = string.match(r, '^(.*)|(-?%d+)|([01])$')
+if final == '1' then return 0 end
+amount = tonumber(amount)
+if ARGV[1] == '' then
+  redis.call('HSET', KEYS[1], day, num(spent(KEYS[1], day) - amount))
+  redis.call('DEL', KEYS[2])
+  return 1
+end
+local kept = math.min(math.max(tonumber(ARGV[1]), 0), amount)
+redis.call('HSET', KEYS[1], day, num(spent(KEYS[1], day) - (amount - kept)))
+redis.call('SET', KEYS[2], day .. '|' .. num(kept) .. '|1', 'KEEPTTL')
+return 1
+`);
+
+export class RedisLimitsStore implements LimitsStore {
+  private readonly client: RedisStoreOptions['client'];
+  private readonly keys: Keys;
+
+  constructor(opts: RedisStoreOptions) {
+    this.client = opts.client;
+    this.keys = new Keys(opts.prefix);
+  }
+
+  async acquireTask(tenantId: string, taskId: string, limit: number | null, now: number): Promise<AcquireResult> {
+    return (await ACQUIRE.run(this.client, [this.k(tenantId, 'active')], [taskId, limit === null ? '' : String(limit), String(now)])) as AcquireResult;
+  }
+
+  async releaseTask(tenantId: string, taskId: string): Promise<boolean> {
+    return (await this.client.hdel(this.k(tenantId, 'active'), taskId)) === 1;
+  }
+
+  async activeTasks(tenantId: string): Promise<number> {
+    return this.client.hlen(this.k(tenantId, 'active'));
+  }
+
+  async reserveSpend(tenantId: string, ref: string, day: string, milli: Milli, limit: Milli | null): Promise<SpendReservation> {
+    const [status, spent] = (await RESERVE.run(this.client, this.spendKeys(tenantId, ref), [
+      day,
+      String(milli),
+      limit === null ? '' : String(limit),
+      cutoff(day),
+      String(REF_TTL_S),
+    ])) as [SpendReservation['status'], string];
+    return { status, spent: Number(spent) };
+  }
+
+  async cancelSpend(tenantId: string, ref: string): Promise<boolean> {
+    return (await CLOSE.run(this.client, this.spendKeys(tenantId, ref), [''])) === 1;
+  }
+
+  async finalizeSpend(tenantId: string, ref: string, actual: Milli): Promise<boolean> {
+    return (await CLOSE.run(this.client, this.spendKeys(tenantId, ref), [String(actual)])) === 1;
+  }
+
+  async recordSpend(tenantId: string, ref: string, day: string, milli: Milli): Promise<boolean> {
+    return (await RECORD.run(this.client, this.spendKeys(tenantId, ref), [day, String(milli), cutoff(day), String(REF_TTL_S)])) === 1;
+  }
+
+  async spent(tenantId: string, day: string): Promise<Milli> {
+    return Number((await this.client.hget(this.k(tenantId, 'spend'), day)) ?? 0);
+  }
+
+  private spendKeys(tenantId: string, ref: string): string[] {
+    return [this.k(tenantId, 'spend'), this.k(tenantId, `spend:${ref}`)];
+  }
+
+  private k(tenantId: string, name: string): string {
+    return this.keys.tenant(tenantId) + name;
+  }
+}
+
+/** The oldest day kept when writing `day` (as in the memory adapter). */
+function cutoff(day: string): string {
+  return new Date(Date.parse(`${day}T00:00:00Z`) - RETAIN_DAYS * 86_400_000).toISOString().slice(0, 10);
+}

@@ -1,0 +1,303 @@
+// Redis adapter of the wallet store: every method is ONE Lua script on the tenant's wallet keys
+// (all in the tenant's slot), mirroring engine/store/memory/wallets.ts step for step, so a hold,
+// settle, release, charge or credit happens exactly once per ref however many processes race.
+//   <p>{t:<id>}:wallet   hash  b (balance), h (held), th (threshold, absent = default),
+//                              as (alert state), la (last alert ms, absent = none), seq
+//   <p>{t:<id>}:ledger   list  one entry per ledger line, JSON [id, at, kind, amount, ref, note];
+//                              an entry's seq is its position (index + 1)
+//   <p>{t:<id>}:holds    hash  ref -> "state|amount|settled|released|charge|seq|at"
+//   <p>{t:<id>}:credits  hash  "<kind>:<ref>" -> seq of the credit entry (idempotent credits)
+import type { Milli } from '../../billing/money.ts';
+import type {
+  AlertState,
+  CloseResult,
+  CreditResult,
+  HoldRecord,
+  HoldResult,
+  HoldState,
+  LedgerEntry,
+  LedgerKind,
+  LedgerPage,
+  LowBalanceDecision,
+  LowBalanceInput,
+  WalletRecord,
+  WalletSnapshot,
+  WalletStore,
+} from '../../billing/store.ts';
+import { prefixedId } from '../../util/ids.ts';
+import { Keys, type RedisStoreOptions } from './keys.ts';
+import { lua } from './script.ts';
+
+const WALLET_LIB = `
+local function wget(W)
+  local v = redis.call('HMGET', W, 'b', 'h', 'th', 'as', 'la', 'seq')
+  return { b = tonumber(v[1] or '0'), h = tonumber(v[2] or '0'), th = v[3] or '', as = v[4] or 'NORMAL', la = v[5] or '', seq = tonumber(v[6] or '0') }
+end
+local function wsave(W, w)
+  redis.call('HSET', W, 'b', num(w.b), 'h', num(w.h), 'seq', num(w.seq), 'as', w.as)
+end
+local function result(status, item, w)
+  return { status, item, num(w.b), num(w.h), w.th, w.as, w.la, num(w.seq) }
+end
+local function append(L, w, id, at, kind, amount, ref, note)
+  w.seq = w.seq + 1
+  local e = '[' .. cjson.encode(id) .. ',' .. cjson.encode(at) .. ',"' .. kind .. '",' .. num(amount) .. ',' .. cjson.encode(ref) .. ',' .. cjson.encode(note) .. ']'
+  redis.call('RPUSH', L, e)
+  return w.seq, e
+end
+local function hold_str(h)
+  return h.state .. '|' .. num(h.amount) .. '|' .. num(h.settled) .. '|' .. num(h.released) .. '|' .. h.charge .. '|' .. num(h.seq) .. '|' .. h.at
+end
+local function hold_parse(s)
+  local st, a, se, re, ch, sq, at = string.match(s, '^(%a+)|(-?%d+)|(-?%d+)|(-?%d+)|(%d)|(%d+)|(.*)$')
+  return { state = st, amount = tonumber(a), settled = tonumber(se), released = tonumber(re), charge = ch, seq = tonumber(sq), at = at }
+end
+`;
+const wlua = (body: string, readOnly = false) => lua(WALLET_LIB + body, { readOnly });
+
+// KEYS: wallet, ledger, credits. ARGV: kind, ref, amount, note, at, entry id.
+const CREDIT = wlua(`
+local w = wget(KEYS[1])
+local ck = ARGV[1] .. ':' .. ARGV[2]
+local seq = redis.call('HGET', KEYS[3], ck)
+if seq then return result('duplicate', seq .. '\\n' .. redis.call('LINDEX', KEYS[2], tonumber(seq) - 1), w) end
+local s, e = append(KEYS[2], w, ARGV[6], ARGV[5], ARGV[1], tonumber(ARGV[3]), ARGV[2], ARGV[4])
+redis.call('HSET', KEYS[3], ck, num(s))
+w.b = w.b + tonumber(ARGV[3])
+wsave(KEYS[1], w)
+return result('credited', num(s) .. '\\n' .. e, w)
+`);
+
+// KEYS: wallet, ledger, holds. ARGV: ref, amount, note, at, entry id.
+const HOLD = wlua(`
+local w = wget(KEYS[1])
+local ex = redis.call('HGET', KEYS[3], ARGV[1])
+if ex then return result('duplicate', ex, w) end
+local amount = tonumber(ARGV[2])
+if amount > 0 and amount > w.b - w.h then return result('insufficient', '', w) end
+local seq = append(KEYS[2], w, ARGV[5], ARGV[4], 'hold', amount, ARGV[1], ARGV[3])
+local h = { state = 'open', amount = amount, settled = 0, released = 0, charge = '0', seq = seq, at = ARGV[4] }
+redis.call('HSET', KEYS[3], ARGV[1], hold_str(h))
+w.h = w.h + amount
+wsave(KEYS[1], w)
+return result('held', hold_str(h), w)
+`);
+
+// KEYS: wallet, ledger, holds. ARGV: ref, actual ('' = release everything), note, at, id1, id2.
+const CLOSE = wlua(`
+local w = wget(KEYS[1])
+local ex = redis.call('HGET', KEYS[3], ARGV[1])
+if not ex then return result('unknown', '', w) end
+local h = hold_parse(ex)
+if h.state ~= 'open' then return result('duplicate', ex, w) end
+local settle = ARGV[2] ~= ''
+local settled = 0
+if settle then settled = math.min(math.max(tonumber(ARGV[2]), 0), h.amount) end
+local released = h.amount - settled
+local ids = { ARGV[5], ARGV[6] }
+local n = 0
+if settle then
+  n = n + 1
+  append(KEYS[2], w, ids[n], ARGV[4], 'settle', settled, ARGV[1], ARGV[3])
+end
+if (not settle) or released > 0 then
+  n = n + 1
+  append(KEYS[2], w, ids[n], ARGV[4], 'release', released, ARGV[1], ARGV[3])
+end
+if settle then h.state = 'settled' else h.state = 'released' end
+h.settled = settled
+h.released = released
+redis.call('HSET', KEYS[3], ARGV[1], hold_str(h))
+w.h = w.h - h.amount
+w.b = w.b - settled
+wsave(KEYS[1], w)
+return result('closed', hold_str(h), w)
+`);
+
+// KEYS: wallet, ledger, holds. ARGV: ref, amount, note, at, id1, id2.
+const CHARGE = wlua(`
+local w = wget(KEYS[1])
+local ex = redis.call('HGET', KEYS[3], ARGV[1])
+if ex then return result('duplicate', ex, w) end
+local amount = tonumber(ARGV[2])
+local seq = append(KEYS[2], w, ARGV[5], ARGV[4], 'hold', amount, ARGV[1], ARGV[3])
+append(KEYS[2], w, ARGV[6], ARGV[4], 'settle', amount, ARGV[1], ARGV[3])
+local h = { state = 'settled', amount = amount, settled = amount, released = 0, charge = '1', seq = seq, at = ARGV[4] }
+redis.call('HSET', KEYS[3], ARGV[1], hold_str(h))
+w.b = w.b - amount
+wsave(KEYS[1], w)
+return result('closed', hold_str(h), w)
+`);
+
+// KEYS: ledger. ARGV: limit, beforeSeq ('' = newest). Returns {start index, entries oldest first}.
+const LIST = lua(`
+local len = redis.call('LLEN', KEYS[1])
+local e = len
+if ARGV[2] ~= '' then e = math.min(len, math.max(0, tonumber(ARGV[2]) - 1)) end
+local s = math.max(0, e - tonumber(ARGV[1]))
+local items = {}
+if e > s then items = redis.call('LRANGE', KEYS[1], s, e - 1) end
+return { num(s), items }
+`, { readOnly: true });
+
+// KEYS: wallet. ARGV: threshold ('' = back to the default).
+const SET_THRESHOLD = wlua(`
+if ARGV[1] == '' then redis.call('HDEL', KEYS[1], 'th') else redis.call('HSET', KEYS[1], 'th', ARGV[1]) end
+return result('', '', wget(KEYS[1]))
+`);
+
+// KEYS: wallet. ARGV: trigger, default threshold, subscribed (1/0), now, throttle ms.
+// The Lua twin of applyLowBalance() in billing/store.ts.
+const LOW_BALANCE = wlua(`
+local w = wget(KEYS[1])
+local available = w.b - w.h
+local threshold = tonumber(ARGV[2])
+if w.th ~= '' then threshold = tonumber(w.th) end
+local alert, state, la, recovered = 0, w.as, w.la, 0
+if available >= threshold then
+  state = 'NORMAL'
+  if w.as == 'ALERTED' then recovered = 1 end
+elseif ARGV[1] ~= 'settlement' or ARGV[3] ~= '1' then
+  -- unchanged: credits never alert, and without a subscriber the edge is not consumed
+elseif w.as == 'NORMAL' then
+  alert, state, la = 1, 'ALERTED', ARGV[4]
+elseif w.la == '' or tonumber(ARGV[4]) - tonumber(w.la) >= tonumber(ARGV[5]) then
+  alert, state, la = 1, 'ALERTED', ARGV[4]
+end
+redis.call('HSET', KEYS[1], 'as', state)
+if la ~= '' then redis.call('HSET', KEYS[1], 'la', la) end
+return { alert, state, recovered, num(available), num(threshold) }
+`);
+
+// KEYS: wallet, ledger, holds. A consistent read of everything.
+const SNAPSHOT = wlua(`
+local w = wget(KEYS[1])
+return { result('', '', w), redis.call('LRANGE', KEYS[2], 0, -1), redis.call('HGETALL', KEYS[3]) }
+`, true);
+
+const HOLD_STATE: Record<string, HoldState> = { open: 'open', settled: 'settled', released: 'released' };
+
+export class RedisWalletStore implements WalletStore {
+  private readonly client: RedisStoreOptions['client'];
+  private readonly keys: Keys;
+
+  constructor(opts: RedisStoreOptions) {
+    this.client = opts.client;
+    this.keys = new Keys(opts.prefix);
+  }
+
+  async get(tenantId: string): Promise<WalletRecord> {
+    const v = await this.client.hmget(this.k(tenantId, 'wallet'), 'b', 'h', 'th', 'as', 'la', 'seq');
+    return toWallet(tenantId, v.map((x) => x ?? ''));
+  }
+
+  async credit(tenantId: string, kind: 'topup' | 'adjustment', ref: string, amount: Milli, note: string, at: string): Promise<CreditResult> {
+    const r = await this.script(CREDIT, tenantId, 'credits', [kind, ref, String(amount), note, at, prefixedId('led_')]);
+    const nl = r.item.indexOf('\n');
+    return { status: r.status as CreditResult['status'], entry: toEntry(r.item.slice(nl + 1), Number(r.item.slice(0, nl))), wallet: toWallet(tenantId, r.wallet) };
+  }
+
+  async hold(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<HoldResult> {
+    const r = await this.script(HOLD, tenantId, 'holds', [ref, String(amount), note, at, prefixedId('led_')]);
+    const out: HoldResult = { status: r.status as HoldResult['status'], wallet: toWallet(tenantId, r.wallet) };
+    if (r.item !== '') out.hold = toHold(ref, r.item).hold;
+    return out;
+  }
+
+  async settle(tenantId: string, ref: string, actual: Milli, note: string, at: string): Promise<CloseResult> {
+    return this.close(CLOSE, tenantId, [ref, String(actual), note, at, prefixedId('led_'), prefixedId('led_')]);
+  }
+
+  async release(tenantId: string, ref: string, note: string, at: string): Promise<CloseResult> {
+    return this.close(CLOSE, tenantId, [ref, '', note, at, prefixedId('led_'), prefixedId('led_')]);
+  }
+
+  async charge(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<CloseResult> {
+    return this.close(CHARGE, tenantId, [ref, String(amount), note, at, prefixedId('led_'), prefixedId('led_')]);
+  }
+
+  async list(tenantId: string, limit: number, beforeSeq?: number): Promise<LedgerPage> {
+    const [start, items] = (await LIST.run(this.client, [this.k(tenantId, 'ledger')], [String(limit), beforeSeq === undefined ? '' : String(beforeSeq)])) as [string, string[]];
+    const s = Number(start);
+    const entries = items.map((e, i) => toEntry(e, s + i + 1)).reverse();
+    return { entries, nextBeforeSeq: s > 0 ? s + 1 : null };
+  }
+
+  async setThreshold(tenantId: string, threshold: Milli | null): Promise<WalletRecord> {
+    const r = (await SET_THRESHOLD.run(this.client, [this.k(tenantId, 'wallet')], [threshold === null ? '' : String(threshold)])) as string[];
+    return toWallet(tenantId, r.slice(2));
+  }
+
+  async lowBalance(tenantId: string, input: LowBalanceInput): Promise<LowBalanceDecision> {
+    const [alert, state, recovered, available, threshold] = (await LOW_BALANCE.run(this.client, [this.k(tenantId, 'wallet')], [
+      input.trigger,
+      String(input.defaultThreshold),
+      input.subscribed ? '1' : '0',
+      String(input.now),
+      String(input.throttleMs),
+    ])) as [number, string, number, string, string];
+    return { alert: alert === 1, state: state as AlertState, recovered: recovered === 1, available: Number(available), threshold: Number(threshold) };
+  }
+
+  async snapshot(tenantId: string): Promise<WalletSnapshot> {
+    const [w, entries, holds] = (await SNAPSHOT.run(this.client, this.walletKeys(tenantId, 'holds'), [])) as [string[], string[], string[]];
+    const hs: { seq: number; hold: HoldRecord }[] = [];
+    for (let i = 0; i < holds.length; i += 2) hs.push(toHold(holds[i]!, holds[i + 1]!));
+    hs.sort((a, b) => a.seq - b.seq); // creation order, like the memory adapter
+    return {
+      wallet: toWallet(tenantId, w.slice(2)),
+      entries: entries.map((e, i) => toEntry(e, i + 1)),
+      holds: hs.map((h) => h.hold),
+    };
+  }
+
+  private async close(script: typeof CLOSE, tenantId: string, args: string[]): Promise<CloseResult> {
+    const r = await this.script(script, tenantId, 'holds', args);
+    const out: CloseResult = { status: r.status as CloseResult['status'], wallet: toWallet(tenantId, r.wallet) };
+    if (r.item !== '') out.hold = toHold(args[0]!, r.item).hold;
+    return out;
+  }
+
+  private async script(script: typeof CLOSE, tenantId: string, third: 'holds' | 'credits', args: string[]): Promise<{ status: string; item: string; wallet: string[] }> {
+    const r = (await script.run(this.client, this.walletKeys(tenantId, third), args)) as string[];
+    return { status: r[0]!, item: r[1]!, wallet: r.slice(2) };
+  }
+
+  private walletKeys(tenantId: string, third: 'holds' | 'credits'): string[] {
+    return [this.k(tenantId, 'wallet'), this.k(tenantId, 'ledger'), this.k(tenantId, third)];
+  }
+
+  private k(tenantId: string, name: string): string {
+    return this.keys.tenant(tenantId) + name;
+  }
+}
+
+/** [b, h, th, as, la, seq] as the scripts return them ('' = absent). */
+function toWallet(tenantId: string, v: readonly string[]): WalletRecord {
+  const [b, h, th, as, la, seq] = v;
+  return {
+    tenantId,
+    balance: Number(b || 0),
+    held: Number(h || 0),
+    threshold: th ? Number(th) : null,
+    alertState: (as || 'NORMAL') as AlertState,
+    lastAlertAt: la ? Number(la) : null,
+    seq: Number(seq || 0),
+  };
+}
+
+function toEntry(json: string, seq: number): LedgerEntry {
+  const [id, at, kind, amount, ref, note] = JSON.parse(json) as [string, string, LedgerKind, number, string, string];
+  return { id, seq, at, kind, amount, ref, note };
+}
+
+function toHold(ref: string, s: string): { seq: number; hold: HoldRecord } {
+  const m = /^([a-z]+)\|(-?\d+)\|(-?\d+)\|(-?\d+)\|([01])\|(\d+)\|(.*)$/s.exec(s);
+  if (!m) throw new Error(`malformed hold record for ${ref}`);
+  const state = HOLD_STATE[m[1]!];
+  if (!state) throw new Error(`malformed hold state for ${ref}`);
+  return {
+    seq: Number(m[6]),
+    hold: { ref, amount: Number(m[2]), state, settled: Number(m[3]), released: Number(m[4]), at: m[7]!, charge: m[5] === '1' },
+  };
+}

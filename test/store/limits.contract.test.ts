@@ -1,0 +1,284 @@
+// The LimitsStore contract (concurrent-task slots, daily spend) and the rate limiters
+// (RateLimiterMemory vs the Redis factory) through LimitsService, on every backend.
+import { expect } from 'chai';
+import { Redis } from 'ioredis';
+import { checkLedger } from '../../engine/billing/invariant.ts';
+import type { WalletStore } from '../../engine/billing/store.ts';
+import { BillingService } from '../../engine/billing/wallet.ts';
+import { GatewayError } from '../../engine/errors/gateway-error.ts';
+import type { LimitsConfigInput } from '../../engine/limits/config.ts';
+import { LimitsService } from '../../engine/limits/limits.ts';
+import { memoryRateLimiterFactory, type RateLimiterFactory } from '../../engine/limits/rate.ts';
+import type { LimitsStore } from '../../engine/limits/store.ts';
+import { MemoryLimitsStore } from '../../engine/store/memory/limits.ts';
+import { MemoryWalletStore } from '../../engine/store/memory/wallets.ts';
+import { RedisLimitsStore } from '../../engine/store/redis/limits.ts';
+import { redisRateLimiterFactory } from '../../engine/store/redis/rate.ts';
+import { RedisWalletStore } from '../../engine/store/redis/wallets.ts';
+import { ManualClock } from '../../engine/util/clock.ts';
+import { forEachBackend, keysUnder } from './support.ts';
+
+const T = 'tenant-1';
+const START = Date.parse('2026-03-10T12:00:00.000Z');
+const none = { per_second: null, per_minute: null, per_day: null };
+const C = (n: number) => n * 1000;
+
+function only(rate: LimitsConfigInput['rate'], extra: Omit<LimitsConfigInput, 'rate'> = {}): LimitsConfigInput {
+  return { rate: { key: { ...none, ...rate?.key }, tenant: { ...none, ...rate?.tenant }, model: { ...none, ...rate?.model } }, ...extra };
+}
+
+async function outcome(p: Promise<unknown>): Promise<'ok' | GatewayError> {
+  try {
+    await p;
+    return 'ok';
+  } catch (e) {
+    if (e instanceof GatewayError) return e;
+    throw e;
+  }
+}
+
+async function burst(n: number, call: (i: number) => Promise<unknown>): Promise<{ ok: number; refused: GatewayError[] }> {
+  const rs = await Promise.all(Array.from({ length: n }, (_, i) => outcome(call(i))));
+  return { ok: rs.filter((r) => r === 'ok').length, refused: rs.filter((r): r is GatewayError => r !== 'ok') };
+}
+
+forEachBackend('LimitsStore contract and rate limiters', (env) => {
+  let a: LimitsStore;
+  let b: LimitsStore;
+  let prefix: string;
+  let clock: ManualClock;
+  /** Two "processes": services over the two stores and two rate-limiter factories. */
+  let factories: [RateLimiterFactory, RateLimiterFactory];
+  const service = (config: LimitsConfigInput, i: 0 | 1 = 0) => new LimitsService({ store: i ? b : a, clock, config, rateLimiterFactory: factories[i] });
+
+  beforeEach(() => {
+    ({ a, b, prefix } = env.pair<LimitsStore>(() => new MemoryLimitsStore(), (client, p) => new RedisLimitsStore({ client, prefix: p })));
+    clock = new ManualClock(START);
+    if (env.isRedis) factories = [redisRateLimiterFactory(env.a, prefix), redisRateLimiterFactory(env.b, prefix)];
+    else factories = [memoryRateLimiterFactory, memoryRateLimiterFactory];
+  });
+
+  describe('concurrent task slots', () => {
+    it('acquires up to the limit, idempotently per task; releases exactly once', async () => {
+      for (const id of ['t1', 't2', 't3']) expect(await a.acquireTask(T, id, 3, 1)).to.equal('acquired');
+      expect(await b.acquireTask(T, 't2', 3, 2)).to.equal('already');
+      expect(await b.acquireTask(T, 't4', 3, 2)).to.equal('full');
+      expect(await a.acquireTask('tenant-2', 't4', 3, 2)).to.equal('acquired');
+      expect(await a.activeTasks(T)).to.equal(3);
+      expect(await b.releaseTask(T, 't1')).to.equal(true);
+      expect(await a.releaseTask(T, 't1')).to.equal(false);
+      expect(await a.releaseTask(T, 'never')).to.equal(false);
+      expect(await b.activeTasks(T)).to.equal(2);
+      expect(await a.acquireTask(T, 't4', 3, 3)).to.equal('acquired');
+      expect(await a.acquireTask(T, 't5', null, 3)).to.equal('acquired'); // null: no limit
+      expect(await a.activeTasks(T)).to.equal(4);
+      expect(await a.activeTasks('nobody')).to.equal(0);
+    });
+
+    it('race: 40 acquires on two connections never pass the limit; duplicate releases free each slot once', async () => {
+      const rs = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).acquireTask(T, `t${i}`, 10, i)));
+      const acquired = rs.map((r, i) => (r === 'acquired' ? `t${i}` : null)).filter((x): x is string => x !== null);
+      expect(acquired).to.have.length(10);
+      expect(rs.filter((r) => r === 'full')).to.have.length(30);
+      const freed = await Promise.all(acquired.flatMap((id) => [a.releaseTask(T, id), b.releaseTask(T, id), a.releaseTask(T, id)]));
+      expect(freed.filter(Boolean)).to.have.length(10);
+      expect(await a.activeTasks(T)).to.equal(0);
+    });
+
+    it('through LimitsService: 1005 with Retry-After when full', async () => {
+      const limits = service({ concurrent_tasks: 2, concurrent_retry_after_seconds: 7 });
+      await limits.acquireTask(T, 't1');
+      await service({ concurrent_tasks: 2 }, 1).acquireTask(T, 't2');
+      const e = (await outcome(limits.acquireTask(T, 't3'))) as GatewayError;
+      expect([e.code, e.status, e.headers['Retry-After']]).to.deep.equal([1005, 429, '7']);
+    });
+  });
+
+  describe('daily spend', () => {
+    const D = '2026-03-10';
+    it('reserves under the limit once per ref, refuses past it, and reports the day total', async () => {
+      expect(await a.reserveSpend(T, 'r1', D, C(60), C(100))).to.deep.equal({ status: 'reserved', spent: C(60) });
+      expect(await b.reserveSpend(T, 'r1', D, C(60), C(100))).to.deep.equal({ status: 'duplicate', spent: C(60) });
+      expect(await b.reserveSpend(T, 'r2', D, C(40) + 1, C(100))).to.deep.equal({ status: 'refused', spent: C(60) });
+      expect(await a.reserveSpend(T, 'r2', D, C(40), C(100))).to.deep.equal({ status: 'reserved', spent: C(100) });
+      expect(await a.reserveSpend(T, 'r3', D, C(500), null)).to.deep.equal({ status: 'reserved', spent: C(600) });
+      expect(await b.spent(T, D)).to.equal(C(600));
+      expect(await b.spent(T, '2026-03-11')).to.equal(0);
+      expect(await b.spent('nobody', D)).to.equal(0);
+    });
+
+    it('cancel undoes an open reservation (the ref may be reserved again); finalize lowers it once', async () => {
+      await a.reserveSpend(T, 'r1', D, C(60), null);
+      await a.reserveSpend(T, 'r2', D, C(30), null);
+      expect(await b.cancelSpend(T, 'r1')).to.equal(true);
+      expect(await a.cancelSpend(T, 'r1')).to.equal(false);
+      expect(await a.spent(T, D)).to.equal(C(30));
+      expect((await a.reserveSpend(T, 'r1', D, C(10), null)).status).to.equal('reserved');
+      expect(await b.finalizeSpend(T, 'r2', C(12))).to.equal(true);
+      expect(await a.finalizeSpend(T, 'r2', C(1))).to.equal(false); // already final
+      expect(await a.cancelSpend(T, 'r2')).to.equal(false); // final: not undone
+      expect(await a.finalizeSpend(T, 'r1', C(99))).to.equal(true); // never above the reservation
+      expect(await a.finalizeSpend(T, 'unknown', 1)).to.equal(false);
+      expect(await b.spent(T, D)).to.equal(C(12) + C(10));
+      expect(await a.finalizeSpend(T, 'r3', 0)).to.equal(false);
+      await a.reserveSpend(T, 'r4', D, C(5), null);
+      expect(await a.finalizeSpend(T, 'r4', -5)).to.equal(true); // negative counts as 0
+      expect(await b.spent(T, D)).to.equal(C(22));
+    });
+
+    it('finalizes on the day the reservation was made', async () => {
+      await a.reserveSpend(T, 'r1', '2026-03-10', C(100), null);
+      await a.reserveSpend(T, 'r2', '2026-03-11', C(50), null);
+      await b.finalizeSpend(T, 'r1', C(10));
+      expect([await a.spent(T, '2026-03-10'), await a.spent(T, '2026-03-11')]).to.deep.equal([C(10), C(50)]);
+    });
+
+    it('records post-paid spend once per ref, with no limit', async () => {
+      expect(await a.recordSpend(T, 'q1', D, C(5))).to.equal(true);
+      expect(await b.recordSpend(T, 'q1', D, C(5))).to.equal(false);
+      expect(await a.finalizeSpend(T, 'q1', 0)).to.equal(false); // recorded spend is final
+      expect(await a.reserveSpend(T, 'q1', D, C(1), null)).to.deep.equal({ status: 'duplicate', spent: C(5) });
+      expect(await a.spent(T, D)).to.equal(C(5));
+    });
+
+    it('drops day totals older than three days before the day written', async () => {
+      for (const d of ['2026-03-01', '2026-03-05', '2026-03-06', '2026-03-07']) await a.reserveSpend(T, `r-${d}`, d, C(1), null);
+      await a.reserveSpend(T, 'r-new', '2026-03-09', C(1), null);
+      expect(await b.spent(T, '2026-03-01')).to.equal(0);
+      expect(await b.spent(T, '2026-03-05')).to.equal(0);
+      expect(await b.spent(T, '2026-03-06')).to.equal(C(1));
+      expect(await b.spent(T, '2026-03-09')).to.equal(C(1));
+    });
+
+    it('race: 30 reservations on two connections never pass the limit', async () => {
+      const rs = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).reserveSpend(T, `p${i}`, D, C(10), C(100))));
+      expect(rs.filter((r) => r.status === 'reserved')).to.have.length(10);
+      expect(rs.filter((r) => r.status === 'refused')).to.have.length(20);
+      expect(await a.spent(T, D)).to.equal(C(100));
+      const dup = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).reserveSpend(T, 'same', '2026-03-11', C(1), null)));
+      expect(dup.filter((r) => r.status === 'reserved')).to.have.length(1);
+      expect(await a.spent(T, '2026-03-11')).to.equal(C(1));
+    });
+
+    it('through BillingService: holds count, a refused hold counts nothing, settle/release give back once', async () => {
+      clock.set(Date.parse('2026-03-10T18:00:00.000Z'));
+      const wallets: WalletStore = env.isRedis ? new RedisWalletStore({ client: env.a, prefix }) : new MemoryWalletStore();
+      const limits = service({ daily_spend_credits: '100.00' });
+      const billing = new BillingService({ store: wallets, clock, spend: limits });
+      await billing.topUp(T, C(1000), 'pay_1');
+      await billing.hold(T, 'a', C(60));
+      await billing.hold(T, 'b', C(40));
+      const e = (await outcome(billing.hold(T, 'c', 1))) as GatewayError;
+      expect([e.code, e.headers['Retry-After']]).to.deep.equal([1005, String(6 * 3600)]);
+      expect(e.detail).to.equal('Quota exceeded: the daily spend limit of 100.00 credits is reached (100.00 spent today, UTC).');
+      await billing.settle(T, 'a', C(20));
+      await billing.settle(T, 'a', C(20));
+      await billing.release(T, 'b');
+      expect(await limits.spentToday(T)).to.equal(C(20));
+      await billing.topUp('poor', C(10), 'pay_1');
+      expect(((await outcome(billing.hold('poor', 'x', C(50)))) as GatewayError).code).to.equal(1003);
+      expect(await limits.spentToday('poor')).to.equal(0);
+      const rs = await Promise.all(Array.from({ length: 12 }, (_, i) => outcome(billing.hold(T, `p${i}`, C(10)))));
+      expect(rs.filter((r) => r === 'ok')).to.have.length(8);
+      expect(await limits.spentToday(T)).to.equal(C(100));
+      for (const t of [T, 'poor']) expect(checkLedger(await wallets.snapshot(t)).violations).to.deep.equal([]);
+    });
+  });
+
+  describe('request rates', () => {
+    it('a burst above the per-second key limit: the first N pass, the rest get 1004 with Retry-After', async () => {
+      const limits = service(only({ key: { per_second: 5 } }));
+      clock.advance(250);
+      const { ok, refused } = await burst(12, () => limits.checkRequest({ tenantId: T, keyId: 'k1' }));
+      expect(ok).to.equal(5);
+      expect(refused).to.have.length(7);
+      for (const e of refused) {
+        expect([e.code, e.status, e.headers['Retry-After']]).to.deep.equal([1004, 429, '1']);
+        expect(e.detail).to.equal('Rate limit exceeded: 5 requests per second for this API key.');
+      }
+      clock.advance(750); // the next second
+      expect((await burst(6, () => limits.checkRequest({ tenantId: T, keyId: 'k1' }))).ok).to.equal(5);
+    });
+
+    it('two processes share the counters: a burst split across them admits exactly the limit', async () => {
+      const config = only({ key: { per_second: 5 }, tenant: { per_minute: 8 } });
+      const p1 = service(config, 0);
+      const p2 = env.isRedis ? service(config, 1) : p1; // memory mode is one process: one set of limiters
+      const first = await burst(20, (i) => (i % 2 ? p1 : p2).checkRequest({ tenantId: T, keyId: 'k1' }));
+      expect(first.ok).to.equal(5);
+      clock.advance(1000);
+      const second = await burst(20, (i) => (i % 2 ? p1 : p2).checkRequest({ tenantId: T, keyId: 'k1' }));
+      expect(second.ok).to.equal(3); // the tenant minute: 8 in all
+      expect(second.refused.some((e) => /8 requests per minute for this account/.test(e.detail))).to.equal(true);
+    });
+
+    it('per-minute: Retry-After is the rest of the minute, and the window resets', async () => {
+      const limits = service(only({ key: { per_minute: 3 } }));
+      clock.advance(10_500);
+      expect((await burst(3, () => limits.checkRequest({ tenantId: T, keyId: 'k1' }))).ok).to.equal(3);
+      const e = (await outcome(limits.checkRequest({ tenantId: T, keyId: 'k1' }))) as GatewayError;
+      expect(e.headers['Retry-After']).to.equal('50');
+      clock.advance(49_499);
+      expect(await outcome(limits.checkRequest({ tenantId: T, keyId: 'k1' }))).to.be.instanceOf(GatewayError);
+      clock.advance(1);
+      expect(await outcome(limits.checkRequest({ tenantId: T, keyId: 'k1' }))).to.equal('ok');
+    });
+
+    it('refused requests never count against any window or scope', async () => {
+      const limits = service(only({ key: { per_second: 2, per_minute: 10 }, tenant: { per_second: 3 } }));
+      expect((await burst(20, () => limits.checkRequest({ tenantId: T, keyId: 'k1' }))).ok).to.equal(2);
+      clock.advance(1000);
+      expect((await burst(2, () => limits.checkRequest({ tenantId: T, keyId: 'k1' }))).ok).to.equal(2);
+      const k2 = await burst(4, () => limits.checkRequest({ tenantId: T, keyId: 'k2' }));
+      expect(k2.ok).to.equal(1);
+      for (let s = 0; s < 3; s++) {
+        clock.advance(1000);
+        expect((await burst(2, () => limits.checkRequest({ tenantId: T, keyId: 'k2' }))).ok, `second ${s}`).to.equal(2);
+      }
+      clock.advance(1000);
+      expect((await burst(2, () => limits.checkRequest({ tenantId: T, keyId: 'k2' }))).ok).to.equal(2);
+      clock.advance(1000);
+      const last = await burst(2, () => limits.checkRequest({ tenantId: T, keyId: 'k2' }));
+      expect(last.ok).to.equal(1);
+      expect(last.refused[0]!.detail).to.match(/10 requests per minute for this API key/);
+    });
+
+    it('per-day windows are UTC days; the model scope is per tenant and model', async () => {
+      const limits = service(only({ tenant: { per_day: 2 }, model: { per_minute: 1 } }));
+      expect((await burst(3, () => limits.checkRequest({ tenantId: T, keyId: 'k1', model: 'm1' }))).ok).to.equal(1);
+      expect(await outcome(limits.checkRequest({ tenantId: T, keyId: 'k1', model: 'm2' }))).to.equal('ok');
+      const e = (await outcome(limits.checkRequest({ tenantId: T, keyId: 'k2' }))) as GatewayError;
+      expect(e.headers['Retry-After']).to.equal(String(12 * 3600));
+      clock.set(Date.parse('2026-03-11T00:00:00.000Z'));
+      expect(await outcome(limits.checkRequest({ tenantId: T, keyId: 'k2' }))).to.equal('ok');
+    });
+  });
+
+  if (env.isRedis) {
+    describe('redis specifics', () => {
+      it('keeps counters under the prefix with a TTL a little past their window', async () => {
+        const limits = service(only({ key: { per_second: 5 } }));
+        await limits.checkRequest({ tenantId: T, keyId: 'k1' });
+        await a.acquireTask(T, 't1', null, 0);
+        await a.reserveSpend(T, 'r1', '2026-03-10', 5, null);
+        const keys = await keysUnder(env.a, prefix);
+        const window = Math.floor(clock.now() / 1000);
+        expect(keys).to.deep.equal([`${prefix}rl:rl_key_per_second_5:k1:${window}`, `${prefix}{t:${T}}:active`, `${prefix}{t:${T}}:spend`, `${prefix}{t:${T}}:spend:r1`]);
+        expect(await env.a.get(keys[0]!)).to.equal('1');
+        expect(await env.a.pttl(keys[0]!)).to.be.within(1, 2000);
+        expect(await env.a.ttl(keys[3]!)).to.be.within(4 * 86_400 - 5, 4 * 86_400);
+      });
+
+      it('an unreachable Redis fails the rate check at once with 4003', async () => {
+        const dead = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+        dead.on('error', () => {});
+        const limits = new LimitsService({ store: a, clock, config: only({ key: { per_second: 5 } }), rateLimiterFactory: redisRateLimiterFactory(dead, prefix) });
+        const started = Date.now();
+        const e = (await outcome(limits.checkRequest({ tenantId: T, keyId: 'k1' }))) as GatewayError;
+        expect([e.code, e.status]).to.deep.equal([4003, 500]);
+        expect(Date.now() - started).to.be.below(1000);
+        dead.disconnect();
+      });
+    });
+  }
+});

@@ -1,0 +1,455 @@
+// The WalletStore contract: what test/billing/*.test.ts checks against the memory store, run
+// through BillingService + LowBalanceMonitor over every adapter, plus port-level checks, races
+// over two connections, and (Redis) a differential run against the memory adapter.
+import { expect } from 'chai';
+import { checkLedger } from '../../engine/billing/invariant.ts';
+import { LowBalanceMonitor } from '../../engine/billing/low-balance.ts';
+import type { HoldRecord, LedgerEntry, WalletStore } from '../../engine/billing/store.ts';
+import { BillingService } from '../../engine/billing/wallet.ts';
+import { GatewayError } from '../../engine/errors/gateway-error.ts';
+import { EventBus, type GatewayEvent } from '../../engine/events/bus.ts';
+import { MemoryWalletStore } from '../../engine/store/memory/wallets.ts';
+import { RedisWalletStore } from '../../engine/store/redis/wallets.ts';
+import { ManualClock } from '../../engine/util/clock.ts';
+import { forEachBackend, keysUnder } from './support.ts';
+
+const T = '7d3f1c2a-0000-4000-8000-000000000001';
+const TENANTS = [T, 'other', 'tenant-u', 'poor'];
+const HOUR = 3_600_000;
+const AT = '2026-01-01T00:00:00.000Z';
+const credits = (n: number): number => n * 1000;
+
+interface Rig {
+  store: WalletStore;
+  clock: ManualClock;
+  events: GatewayEvent[];
+  subscribed: Set<string>;
+  billing: BillingService;
+}
+
+function rig(store: WalletStore, clock = new ManualClock()): Rig {
+  const bus = new EventBus(clock);
+  const events: GatewayEvent[] = [];
+  bus.subscribe((e) => {
+    events.push(e);
+  });
+  const subscribed = new Set<string>();
+  const monitor = new LowBalanceMonitor({ store, bus, clock, hasSubscriber: async (t) => subscribed.has(t) });
+  return { store, clock, events, subscribed, billing: new BillingService({ store, clock, lowBalance: monitor }) };
+}
+
+async function rejection(p: Promise<unknown>): Promise<GatewayError> {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err, 'expected a GatewayError').to.be.instanceOf(GatewayError);
+  return err as GatewayError;
+}
+
+const strip = (e: LedgerEntry) => ({ ...e, id: 'led' });
+
+forEachBackend('WalletStore contract', (env) => {
+  let a: WalletStore;
+  let b: WalletStore;
+  let prefix: string;
+  let r: Rig;
+  let r2: Rig; // the same wallets through the second connection
+  beforeEach(() => {
+    ({ a, b, prefix } = env.pair<WalletStore>(() => new MemoryWalletStore(), (client, p) => new RedisWalletStore({ client, prefix: p })));
+    r = rig(a);
+    r2 = rig(b, r.clock);
+  });
+  afterEach(async () => {
+    for (const t of TENANTS) expect(checkLedger(await a.snapshot(t)).violations, `ledger of ${t}`).to.deep.equal([]);
+  });
+
+  describe('billing service over the adapter', () => {
+    it('starts empty and credits a top-up, once per ref', async () => {
+      expect(await r.billing.getWallet(T)).to.deep.equal({ tenantId: T, balance: 0, held: 0, available: 0, state: 'NORMAL', threshold: credits(1000) });
+      const e = await r.billing.topUp(T, credits(50), 'pay_1', 'card');
+      expect(e).to.include({ kind: 'topup', amount: credits(50), ref: 'pay_1', note: 'card', seq: 1, at: AT });
+      expect(e.id).to.match(/^led_/);
+      const again = await r2.billing.topUp(T, credits(50), 'pay_1');
+      expect(again).to.deep.equal(e);
+      expect(await r.billing.getWallet(T)).to.include({ balance: credits(50), held: 0, available: credits(50) });
+    });
+
+    it('holds, refuses above available with 1003 writing nothing, allows a free hold', async () => {
+      expect((await rejection(r.billing.hold(T, 'task_0', 1))).code).to.equal(1003);
+      expect(await r.billing.hold(T, 'task_free', 0)).to.include({ amount: 0, duplicate: false });
+      await r.billing.topUp(T, credits(100), 'pay_1');
+      expect(await r.billing.hold(T, 'task_1', credits(70))).to.deep.equal({ ref: 'task_1', amount: credits(70), duplicate: false });
+      const err = await rejection(r.billing.hold(T, 'task_2', credits(30) + 1));
+      expect([err.code, err.status]).to.deep.equal([1003, 402]);
+      expect(err.detail).to.equal('Insufficient balance: this request needs 30.01 credits and 30.00 are available.');
+      const snap = await r.store.snapshot(T);
+      expect(snap.entries.filter((e) => e.ref === 'task_2')).to.deep.equal([]);
+      expect(snap.holds.map((h) => h.ref)).to.deep.equal(['task_free', 'task_1']);
+      expect(await r2.billing.hold(T, 'task_1', credits(70))).to.deep.equal({ ref: 'task_1', amount: credits(70), duplicate: true });
+      await r.billing.hold(T, 'task_3', credits(30));
+      expect(await r.billing.getWallet(T)).to.include({ balance: credits(100), held: credits(100), available: 0 });
+    });
+
+    it('settles exactly, partially (releasing the rest in the same step) and never more than held', async () => {
+      await r.billing.topUp(T, credits(100), 'pay_1');
+      await r.billing.hold(T, 'a', credits(34));
+      await r.billing.hold(T, 'b', credits(34));
+      await r.billing.hold(T, 'c', credits(10));
+      expect(await r.billing.settle(T, 'a', credits(34))).to.deep.equal({ ref: 'a', status: 'settled', held: credits(34), settled: credits(34), released: 0, duplicate: false });
+      expect(await r2.billing.settle(T, 'b', credits(17))).to.include({ settled: credits(17), released: credits(17) });
+      expect(await r.billing.settle(T, 'c', credits(25))).to.include({ settled: credits(10), released: 0 });
+      expect(await r.billing.getWallet(T)).to.include({ balance: credits(100 - 34 - 17 - 10), held: 0 });
+      const kinds = (await r.billing.listLedger(T)).entries.map((e) => [e.kind, e.ref, e.amount]);
+      expect(kinds).to.deep.equal([
+        ['settle', 'c', credits(10)],
+        ['release', 'b', credits(17)],
+        ['settle', 'b', credits(17)],
+        ['settle', 'a', credits(34)],
+        ['hold', 'c', credits(10)],
+        ['hold', 'b', credits(34)],
+        ['hold', 'a', credits(34)],
+        ['topup', 'pay_1', credits(100)],
+      ]);
+    });
+
+    it('settle and release are exactly once per ref; repeats return the first outcome', async () => {
+      await r.billing.topUp(T, credits(100), 'pay_1');
+      await r.billing.hold(T, 'a', credits(10));
+      await r.billing.hold(T, 'b', credits(10));
+      const first = await r.billing.settle(T, 'a', credits(8));
+      expect(await r2.billing.settle(T, 'a', credits(10))).to.deep.equal({ ...first, duplicate: true });
+      expect(await r.billing.release(T, 'a')).to.deep.equal({ ...first, duplicate: true });
+      const rel = await r2.billing.release(T, 'b');
+      expect(rel).to.deep.equal({ ref: 'b', status: 'released', held: credits(10), settled: 0, released: credits(10), duplicate: false });
+      expect(await r.billing.settle(T, 'b', credits(10))).to.deep.equal({ ...rel, duplicate: true });
+      expect(await r.billing.getWallet(T)).to.include({ balance: credits(92), held: 0 });
+      expect((await r.store.snapshot(T)).entries).to.have.length(1 + 2 + 2 + 1);
+      expect(await r.billing.settle(T, 'nope', credits(1))).to.deep.equal({ ref: 'nope', status: 'unknown', held: 0, settled: 0, released: 0, duplicate: false });
+      expect((await r.billing.release(T, 'nope')).status).to.equal('unknown');
+    });
+
+    it('charges synchronous usage in one step, once per ref, and may overdraw', async () => {
+      await r.billing.topUp(T, credits(1), 'pay_1');
+      await r.billing.ensureCanSpend(T);
+      const o = await r.billing.charge(T, 'req_1', credits(3), 'chat 1200 tokens');
+      expect(o).to.deep.equal({ ref: 'req_1', status: 'settled', held: credits(3), settled: credits(3), released: 0, duplicate: false });
+      expect((await r2.billing.charge(T, 'req_1', credits(3))).duplicate).to.equal(true);
+      expect(await r.billing.getWallet(T)).to.include({ balance: credits(-2), available: credits(-2) });
+      expect((await r.billing.listLedger(T)).entries.slice(0, 2).map((e) => e.kind)).to.deep.equal(['settle', 'hold']);
+      expect((await rejection(r.billing.ensureCanSpend(T))).code).to.equal(1003);
+      expect((await rejection(r.billing.hold(T, 'task_1', 1))).code).to.equal(1003);
+      await r.billing.topUp(T, credits(2), 'pay_2');
+      expect((await rejection(r.billing.ensureCanSpend(T))).code).to.equal(1003);
+      await r.billing.topUp(T, 1, 'pay_3');
+      await r.billing.ensureCanSpend(T);
+      const hold = (await r.store.snapshot(T)).holds.find((h) => h.ref === 'req_1');
+      expect(hold).to.deep.equal({ ref: 'req_1', amount: credits(3), state: 'settled', settled: credits(3), released: 0, at: AT, charge: true });
+    });
+
+    it('adjusts in both directions, once per ref', async () => {
+      await r.billing.topUp(T, credits(10), 'pay_1');
+      await r.billing.adjust(T, credits(-4), 'adj_1', 'refund reversal');
+      await r2.billing.adjust(T, credits(-4), 'adj_1');
+      await r.billing.adjust(T, credits(1), 'adj_2');
+      await r.billing.topUp(T, credits(1), 'adj_2'); // another kind: its own ref space
+      expect((await r.billing.getWallet(T)).balance).to.equal(credits(8));
+      expect((await r.billing.checkInvariant(T)).totals).to.include({ topups: credits(11), adjustments: credits(-3) });
+    });
+
+    it('pages the ledger newest first with a cursor', async () => {
+      for (let i = 1; i <= 7; i++) await r.billing.topUp(T, i, `pay_${i}`);
+      const p1 = await r.billing.listLedger(T, { limit: 3 });
+      expect(p1.entries.map((e) => e.ref)).to.deep.equal(['pay_7', 'pay_6', 'pay_5']);
+      const p2 = await r2.billing.listLedger(T, { limit: 3, cursor: p1.next_cursor });
+      expect(p2.entries.map((e) => e.ref)).to.deep.equal(['pay_4', 'pay_3', 'pay_2']);
+      const p3 = await r.billing.listLedger(T, { limit: 3, cursor: p2.next_cursor });
+      expect(p3.entries.map((e) => e.ref)).to.deep.equal(['pay_1']);
+      expect(p3.next_cursor).to.equal(null);
+    });
+
+    it('keeps tenants apart', async () => {
+      await r.billing.topUp(T, credits(10), 'pay_1');
+      await r.billing.topUp('other', credits(1), 'pay_1');
+      await r.billing.hold('other', 'task_1', credits(1));
+      expect((await rejection(r.billing.hold('other', 'task_2', 1))).code).to.equal(1003);
+      expect(await r.billing.getWallet(T)).to.include({ balance: credits(10), held: 0 });
+    });
+  });
+
+  describe('balance.low over the adapter', () => {
+    let n = 0;
+    const spend = async (rr: Rig, tenant: string, c: number) => {
+      const ref = `task_${++n}`;
+      await rr.billing.hold(tenant, ref, credits(c));
+      await rr.billing.settle(tenant, ref, credits(c));
+    };
+    const payloads = (rr: Rig) => rr.events.map((e) => (e.data.payload as Record<string, string>).available_balance);
+    const state = async () => (await r.billing.getWallet(T)).state;
+    beforeEach(() => {
+      r.subscribed.add(T);
+      r2.subscribed.add(T);
+    });
+
+    it('edge, silence, throttled reminder, recovery and an immediate fresh alert', async () => {
+      await r.billing.topUp(T, credits(1100), 'pay_1');
+      await spend(r, T, 200); // 900: edge
+      expect(payloads(r)).to.deep.equal(['900.00']);
+      expect(r.events[0]!.data).to.deep.equal({ user_id: T, payload: { available_balance: '900.00', trigger_threshold: '1000.00', currency: 'credits' } });
+      await spend(r2, T, 100); // other process, within the window: silent
+      r.clock.advance(24 * HOUR - 1);
+      await spend(r, T, 100);
+      expect(r.events.length + r2.events.length).to.equal(1);
+      r.clock.advance(1);
+      await spend(r2, T, 100); // window over: one reminder, from whichever process settles
+      expect(payloads(r2)).to.deep.equal(['600.00']);
+      await spend(r, T, 50);
+      expect(r.events.length + r2.events.length).to.equal(2);
+      await r.billing.topUp(T, credits(399), 'pay_2'); // 949: no recovery
+      expect(await state()).to.equal('ALERTED');
+      await r.billing.topUp(T, credits(51), 'pay_3'); // 1000.00: recovered
+      expect(await state()).to.equal('NORMAL');
+      r.clock.advance(HOUR);
+      await spend(r, T, 1);
+      expect(payloads(r)).to.deep.equal(['900.00', '999.00']);
+    });
+
+    it('does not fire on holds or releases, nor without a subscriber (the edge is kept)', async () => {
+      r.subscribed.delete(T);
+      await r.billing.topUp(T, credits(1200), 'pay_1');
+      await r.billing.hold(T, 'big', credits(500));
+      await r.billing.release(T, 'big');
+      await spend(r, T, 300); // 900, nobody subscribed
+      expect(await state()).to.equal('NORMAL');
+      r.subscribed.add(T);
+      await spend(r, T, 1);
+      expect(payloads(r)).to.deep.equal(['899.00']);
+      expect(await state()).to.equal('ALERTED');
+    });
+
+    it('per-tenant threshold: set, used, lowered (a recovery) and cleared', async () => {
+      await r.billing.setThreshold(T, credits(50));
+      expect((await r2.billing.getWallet(T)).threshold).to.equal(credits(50));
+      await r.billing.topUp(T, credits(100), 'pay_1');
+      await spend(r, T, 50);
+      expect(r.events).to.have.length(0);
+      await spend(r, T, 1);
+      expect(r.events.map((e) => (e.data.payload as Record<string, string>).trigger_threshold)).to.deep.equal(['50.00']);
+      await r.billing.setThreshold(T, credits(10));
+      expect(await state()).to.equal('NORMAL');
+      await r.billing.setThreshold(T, null);
+      expect((await r.billing.getWallet(T)).threshold).to.equal(credits(1000));
+    });
+
+    it('race: parallel settlements on two connections crossing the threshold emit exactly one event', async () => {
+      await r.billing.topUp(T, credits(1100), 'pay_1');
+      for (let i = 0; i < 20; i++) await r.billing.hold(T, `p${i}`, credits(10));
+      await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? r : r2).billing.settle(T, `p${i}`, credits(10))));
+      expect([...payloads(r), ...payloads(r2)]).to.deep.equal(['900.00']);
+    });
+  });
+
+  describe('the port itself', () => {
+    it('get() of an unknown tenant is a zero wallet', async () => {
+      expect(await a.get('nobody')).to.deep.equal({ tenantId: 'nobody', balance: 0, held: 0, threshold: null, alertState: 'NORMAL', lastAlertAt: null, seq: 0 });
+    });
+
+    it('credit returns the first entry and wallet on a duplicate; notes and refs are kept verbatim', async () => {
+      const note = 'ünïcødé "quoted" \\ back/slash\nnew line\ttab 🦊';
+      const first = await a.credit(T, 'topup', 'ref|with|pipes', 5_000, note, AT);
+      expect(first).to.deep.include({ status: 'credited' });
+      expect(first.entry).to.include({ seq: 1, kind: 'topup', amount: 5_000, ref: 'ref|with|pipes', note, at: AT });
+      expect(first.wallet).to.include({ balance: 5_000, held: 0, seq: 1 });
+      const again = await b.credit(T, 'topup', 'ref|with|pipes', 9_999, 'other', '2027-01-01T00:00:00.000Z');
+      expect(again).to.deep.equal({ status: 'duplicate', entry: first.entry, wallet: first.wallet });
+    });
+
+    it('hold / settle / release / charge results carry the hold record and the wallet after the step', async () => {
+      await a.credit(T, 'topup', 'p', 10_000, '', AT);
+      const h = await a.hold(T, 'r1', 4_000, 'n', AT);
+      expect(h).to.deep.equal({
+        status: 'held',
+        hold: { ref: 'r1', amount: 4_000, state: 'open', settled: 0, released: 0, at: AT, charge: false },
+        wallet: { tenantId: T, balance: 10_000, held: 4_000, threshold: null, alertState: 'NORMAL', lastAlertAt: null, seq: 2 },
+      });
+      const ins = await b.hold(T, 'r2', 6_001, 'n', AT);
+      expect(ins).to.deep.equal({ status: 'insufficient', wallet: h.wallet });
+      const s = await b.settle(T, 'r1', 2_500, 'done', '2026-01-01T00:00:01.000Z');
+      expect(s).to.deep.equal({
+        status: 'closed',
+        hold: { ref: 'r1', amount: 4_000, state: 'settled', settled: 2_500, released: 1_500, at: AT, charge: false },
+        wallet: { ...h.wallet, balance: 7_500, held: 0, seq: 4 },
+      });
+      expect(await a.release(T, 'r1', 'late', AT)).to.deep.equal({ status: 'duplicate', hold: s.hold, wallet: s.wallet });
+      expect(await a.release(T, 'zz', 'n', AT)).to.deep.equal({ status: 'unknown', wallet: s.wallet });
+      const c = await a.charge(T, 'c1', 100, 'n', AT);
+      expect(c.hold).to.include({ state: 'settled', settled: 100, charge: true });
+      expect(c.wallet).to.include({ balance: 7_400, seq: 6 });
+      expect((await b.charge(T, 'c1', 100, 'n', AT)).status).to.equal('duplicate');
+      expect((await b.hold(T, 'c1', 1, 'n', AT)).status).to.equal('duplicate'); // a charge's ref is taken
+      const settleZero = await a.hold(T, 'z', 0, 'n', AT);
+      expect(settleZero.status).to.equal('held');
+      expect((await a.settle(T, 'z', 0, 'n', AT)).hold).to.include({ state: 'settled', settled: 0, released: 0 });
+    });
+
+    it('lists pages by seq: beforeSeq past the end, at the start, and tiny limits', async () => {
+      for (let i = 1; i <= 5; i++) await a.credit(T, 'topup', `p${i}`, i, '', AT);
+      const seqs = async (limit: number, before?: number) => {
+        const p = await b.list(T, limit, before);
+        return [p.entries.map((e) => e.seq), p.nextBeforeSeq];
+      };
+      expect(await seqs(2)).to.deep.equal([[5, 4], 4]);
+      expect(await seqs(2, 4)).to.deep.equal([[3, 2], 2]);
+      expect(await seqs(2, 2)).to.deep.equal([[1], null]);
+      expect(await seqs(10, 100)).to.deep.equal([[5, 4, 3, 2, 1], null]);
+      expect(await seqs(3, 1)).to.deep.equal([[], null]);
+      expect(await seqs(1, 6)).to.deep.equal([[5], 5]);
+      expect(await b.list('nobody', 10)).to.deep.equal({ entries: [], nextBeforeSeq: null });
+    });
+
+    it('lowBalance implements applyLowBalance: alerts, throttles, recovers, keeps the edge', async () => {
+      const input = { trigger: 'settlement' as const, defaultThreshold: 100, subscribed: true, now: 1_000, throttleMs: 500 };
+      expect(await a.lowBalance(T, input)).to.deep.equal({ alert: true, state: 'ALERTED', recovered: false, available: 0, threshold: 100 });
+      expect((await a.get(T)).lastAlertAt).to.equal(1_000);
+      expect(await b.lowBalance(T, { ...input, now: 1_499 })).to.include({ alert: false, state: 'ALERTED' });
+      expect(await b.lowBalance(T, { ...input, now: 1_500, subscribed: false })).to.include({ alert: false, state: 'ALERTED' });
+      expect(await b.lowBalance(T, { ...input, now: 1_500, trigger: 'credit' })).to.include({ alert: false, state: 'ALERTED' });
+      expect(await b.lowBalance(T, { ...input, now: 1_500 })).to.include({ alert: true, state: 'ALERTED' });
+      expect((await a.get(T)).lastAlertAt).to.equal(1_500);
+      await a.credit(T, 'topup', 'p', 100, '', AT);
+      expect(await a.lowBalance(T, { ...input, trigger: 'credit' })).to.deep.equal({ alert: false, state: 'NORMAL', recovered: true, available: 100, threshold: 100 });
+      expect((await a.get(T)).lastAlertAt).to.equal(1_500);
+      await a.setThreshold(T, 150);
+      expect(await a.lowBalance(T, { ...input, subscribed: false })).to.deep.equal({ alert: false, state: 'NORMAL', recovered: false, available: 100, threshold: 150 });
+      expect(await a.lowBalance(T, { ...input, now: 1_600 })).to.include({ alert: true, state: 'ALERTED', threshold: 150 });
+      expect(await a.setThreshold(T, null)).to.include({ threshold: null, alertState: 'ALERTED', lastAlertAt: 1_600 });
+    });
+
+    it('handles large amounts exactly (up to 2^53 - 1 milli)', async () => {
+      const big = Number.MAX_SAFE_INTEGER - 1;
+      await a.credit(T, 'topup', 'big', big, '', AT);
+      expect((await b.hold(T, 'h', big, '', AT)).wallet).to.include({ balance: big, held: big });
+      expect((await b.settle(T, 'h', big - 1, '', AT)).wallet).to.include({ balance: 1, held: 0 });
+      expect((await a.snapshot(T)).entries.map((e) => e.amount)).to.deep.equal([big, big, big - 1, 1]);
+    });
+  });
+
+  describe('races over two connections', () => {
+    it('20 concurrent holds of the same ref: one hold, 19 duplicates', async () => {
+      await a.credit(T, 'topup', 'p', 100_000, '', AT);
+      const rs = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).hold(T, 'task_1', 1_000 + i, '', AT)));
+      expect(rs.filter((x) => x.status === 'held')).to.have.length(1);
+      expect(rs.filter((x) => x.status === 'duplicate')).to.have.length(19);
+      const winner = rs.find((x) => x.status === 'held')!.hold!;
+      expect(rs.every((x) => x.hold!.amount === winner.amount)).to.equal(true);
+      expect(await a.get(T)).to.include({ held: winner.amount, seq: 2 });
+    });
+
+    it('20 concurrent settles and releases of the same ref: exactly one closes it', async () => {
+      await a.credit(T, 'topup', 'p', 100_000, '', AT);
+      await a.hold(T, 'task_1', 10_000, '', AT);
+      const rs = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => {
+          const s = i % 2 ? a : b;
+          return i % 3 === 0 ? s.release(T, 'task_1', '', AT) : s.settle(T, 'task_1', 1_000 * (i % 7), '', AT);
+        }),
+      );
+      const closed = rs.filter((x) => x.status === 'closed');
+      expect(closed).to.have.length(1);
+      const first = closed[0]!.hold!;
+      for (const x of rs) expect(x.hold).to.deep.equal(first);
+      const snap = await a.snapshot(T);
+      expect(snap.entries.filter((e) => e.ref === 'task_1' && e.kind !== 'hold').length).to.be.within(1, 2);
+      expect(snap.wallet).to.include({ held: 0, balance: 100_000 - first.settled });
+    });
+
+    it('50 parallel holds never overdraw: exactly as many as the balance allows', async () => {
+      await a.credit(T, 'topup', 'p', 10_000, '', AT);
+      const rs = await Promise.all(Array.from({ length: 50 }, (_, i) => (i % 2 ? a : b).hold(T, `t${i}`, 1_000, '', AT)));
+      expect(rs.filter((x) => x.status === 'held')).to.have.length(10);
+      expect(rs.filter((x) => x.status === 'insufficient')).to.have.length(40);
+      expect(await a.get(T)).to.include({ held: 10_000 });
+    });
+
+    it('200 tasks with 3 to 5 terminal signals each: every ref closes exactly once', async () => {
+      const N = 200;
+      await r.billing.topUp(T, credits(10_000), 'pay_1');
+      const price = (i: number) => credits(1) + i * 7;
+      await Promise.all(Array.from({ length: N }, (_, i) => (i % 2 ? r : r2).billing.hold(T, `task_${i}`, price(i))));
+      const signals: Promise<{ ref: string; duplicate: boolean; status?: string }>[] = [];
+      for (let i = 0; i < N; i++) {
+        const ref = `task_${i}`;
+        const [x, y] = i % 2 ? [r, r2] : [r2, r];
+        if (i % 3 === 0) signals.push(x.billing.release(T, ref), y.billing.settle(T, ref, price(i)), x.billing.release(T, ref));
+        else signals.push(x.billing.settle(T, ref, price(i) - (i % 5)), y.billing.settle(T, ref, price(i)), y.billing.release(T, ref));
+        if (i % 2 === 0) signals.push(y.billing.settle(T, ref, 1), x.billing.hold(T, ref, price(i)) as never);
+      }
+      const outcomes = await Promise.all(signals);
+      const firsts = new Map<string, number>();
+      for (const o of outcomes) if ('status' in o && !o.duplicate) firsts.set(o.ref, (firsts.get(o.ref) ?? 0) + 1);
+      expect(firsts.size).to.equal(N);
+      expect([...firsts.values()].every((k) => k === 1)).to.equal(true);
+      const snap = await a.snapshot(T);
+      expect(snap.holds.every((h) => h.state !== 'open')).to.equal(true);
+      const settled = snap.holds.reduce((s, h) => s + h.settled, 0);
+      expect(snap.wallet).to.include({ held: 0, balance: credits(10_000) - settled });
+    });
+
+    it('concurrent credits with the same ref from two connections credit once', async () => {
+      const rs = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).credit(T, 'topup', 'pay_x', 500, '', AT)));
+      expect(rs.filter((x) => x.status === 'credited')).to.have.length(1);
+      expect(new Set(rs.map((x) => x.entry.id)).size).to.equal(1);
+      expect((await a.get(T)).balance).to.equal(500);
+    });
+  });
+
+  if (env.isRedis) {
+    describe('redis specifics', () => {
+      it('keeps a tenant wallet in four keys under the tenant hash tag', async () => {
+        await a.credit(T, 'topup', 'p', 10_000, '', AT);
+        await a.hold(T, 'h', 1_000, '', AT);
+        expect(await keysUnder(env.a, prefix)).to.deep.equal(['credits', 'holds', 'ledger', 'wallet'].map((k) => `${prefix}{t:${T}}:${k}`));
+      });
+
+      it('agrees with the memory adapter on 400 random operations (differential)', async () => {
+        const mem = new MemoryWalletStore();
+        let seed = 42;
+        const rnd = (n: number) => {
+          seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+          return seed % n;
+        };
+        const norm = (x: unknown): unknown => JSON.parse(JSON.stringify(x, (k, v) => (k === 'id' && typeof v === 'string' && v.startsWith('led_') ? 'led' : v)));
+        for (let i = 0; i < 400; i++) {
+          const tenant = ['x1', 'x2'][rnd(2)]!;
+          const ref = `r${rnd(25)}`;
+          const amount = rnd(5_000);
+          const now = 1_000 * i;
+          const ops: [string, (s: WalletStore) => Promise<unknown>][] = [
+            ['credit', (s) => s.credit(tenant, rnd(2) ? 'topup' : 'adjustment', ref, amount + 1, 'n', AT)],
+            ['hold', (s) => s.hold(tenant, ref, amount, 'n', AT)],
+            ['settle', (s) => s.settle(tenant, ref, amount, 'n', AT)],
+            ['release', (s) => s.release(tenant, ref, 'n', AT)],
+            ['charge', (s) => s.charge(tenant, ref, amount, 'n', AT)],
+            ['threshold', (s) => s.setThreshold(tenant, rnd(3) ? amount : null)],
+            ['low', (s) => s.lowBalance(tenant, { trigger: rnd(2) ? 'settlement' : 'credit', defaultThreshold: 20_000, subscribed: rnd(4) > 0, now, throttleMs: 5_000 })],
+            ['list', (s) => s.list(tenant, 1 + rnd(4), rnd(3) ? undefined : 1 + rnd(30))],
+          ];
+          const [name, op] = ops[rnd(ops.length)]!;
+          // Both stores consume the same random numbers: draw them once, replay for the second.
+          const saved = seed;
+          const want = norm(await op(mem));
+          seed = saved;
+          const got = norm(await op(i % 2 ? a : b));
+          expect(got, `op ${i} ${name}`).to.deep.equal(want);
+        }
+        for (const t of ['x1', 'x2']) {
+          const [m, s] = [await mem.snapshot(t), await a.snapshot(t)];
+          expect(s.wallet).to.deep.equal(m.wallet);
+          expect(s.entries.map(strip)).to.deep.equal(m.entries.map(strip));
+          expect(s.holds).to.deep.equal(m.holds as HoldRecord[]);
+          expect(checkLedger(s).violations).to.deep.equal([]);
+        }
+      });
+    });
+  }
+});
