@@ -52,7 +52,7 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
       close: () => scheduler.close(),
     };
   }
-  const client = new Redis(config.store.redis_url, { lazyConnect: true, maxRetriesPerRequest: 3, enableAutoPipelining: true });
+  const client = new Redis(config.store.redis_url, { lazyConnect: true, maxRetriesPerRequest: 3 });
   try {
     await client.connect();
     await client.ping();

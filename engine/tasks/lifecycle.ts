@@ -220,10 +220,14 @@ export class TaskLifecycle {
     await this.d.store.transition(task.id, [task.status], { finalized: true });
   }
 
-  /** A task found finished: make sure its side effects happened. True when it is terminal. */
+  /**
+   * A task found finished: make sure its side effects happened. True when it is terminal. The
+   * process that won the terminal transition finalizes at once; anyone else steps in only after
+   * the sweep's grace period, when that process has evidently died.
+   */
   private async settled(task: TaskRecord): Promise<boolean> {
     if (!TERMINAL.has(task.status)) return false;
-    if (task.finalized === false) await this.finalize(task);
+    if (task.finalized === false && this.d.clock.now() - Date.parse(task.updated_at) >= this.d.sweepGraceMs) await this.finalize(task);
     return true;
   }
 

@@ -66,6 +66,14 @@ describe('provider_b through a real gateway and a real upstream', () => {
     await up.close();
   });
 
+  /** The events of one task, once at least `n` have been published (and a moment for extras). */
+  async function eventsOf(taskId: string, n: number): Promise<GatewayEvent[]> {
+    const of = () => events.filter((e) => (e.data.payload as any)?.task_info?.id === taskId);
+    for (const deadline = Date.now() + 5000; of().length < n && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 50));
+    return of();
+  }
+
   const create = (path: string, body: unknown, headers: Record<string, string> = {}) => call(gw.url, 'POST', path, { key, body, headers });
 
   it('creates → 202 pending → processing → completed, with four image URLs', async () => {
@@ -97,7 +105,8 @@ describe('provider_b through a real gateway and a real upstream', () => {
     expect(submit.headers['mj-api-secret']).to.equal('test-upstream-secret');
     expect(submit.headers.traceparent).to.match(/^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01$/);
 
-    const mine = events.filter((e) => (e.data.payload as any)?.task_info?.id === info.id);
+    // The event follows the state change (settlement first): wait for it, then count.
+    const mine = await eventsOf(info.id, 2);
     expect(mine.map((e) => e.type)).to.deep.equal(['task.created', 'task.succeeded']);
     expect(mine[0]!.data).to.deep.include({ vendor: 'provider_b', model_name: 'diffusion' });
     expect((mine[1]!.data.payload as any).images).to.have.length(4);
@@ -135,7 +144,7 @@ describe('provider_b through a real gateway and a real upstream', () => {
       expect(done.body.task_info.error.title).to.be.a('string').and.not.empty;
       expect(done.body.task_info.error.detail).to.be.a('string').and.not.empty;
       expect(done.body.images).to.equal(undefined);
-      const failed = events.filter((e) => e.type === 'task.failed' && (e.data.payload as any).task_info.id === created.body.task_info.id);
+      const failed = (await eventsOf(created.body.task_info.id, 2)).filter((e) => e.type === 'task.failed');
       expect(failed).to.have.length(1);
       expect((failed[0]!.data.payload as any).task_info.error.code).to.equal(code);
     });
@@ -153,6 +162,7 @@ describe('provider_b through a real gateway and a real upstream', () => {
     // "then fail" contains "fail": the upstream fails it; then replay polls at a finished task.
     const done = await waitForTask(gw.url, `${IMAGES}/${id}`, key);
     expect(done.body.task_info.status).to.equal('failed');
+    await eventsOf(id, 2);
     const before = events.length;
     await Promise.all([gw.lifecycle.poll(id, 100), gw.lifecycle.poll(id, 101), gw.lifecycle.deadline(id), gw.lifecycle.submit(id)]);
     const again = await call(gw.url, 'GET', `${IMAGES}/${id}`, { key });
@@ -166,7 +176,7 @@ describe('provider_b through a real gateway and a real upstream', () => {
     await waitForTask(gw.url, `${IMAGES}/${id}`, key, ['processing', 'completed']);
     await Promise.all(Array.from({ length: 8 }, (_, i) => gw.lifecycle.poll(id, 200 + i)));
     await waitForTask(gw.url, `${IMAGES}/${id}`, key);
-    const finished = events.filter((e) => e.type !== 'task.created' && (e.data.payload as any).task_info.id === id);
+    const finished = (await eventsOf(id, 2)).filter((e) => e.type !== 'task.created');
     expect(finished).to.have.length(1);
   });
 

@@ -8,6 +8,18 @@ import { createLogger } from '../../engine/log/logger.ts';
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const DEMO_KEY = 'gw_test_demo_key_for_tests_0000000000';
 
+let gateways = 0;
+
+/** memory, or (GATEWAY_TEST_STORE=redis) the run's redis-server with a prefix of this gateway's own. */
+function storeYaml(): string {
+  const url = process.env.GATEWAY_TEST_REDIS_URL;
+  if (process.env.GATEWAY_TEST_STORE !== 'redis') return '{ kind: memory }';
+  if (!url) throw new Error('GATEWAY_TEST_STORE=redis needs the root hooks of test/helpers/store-mode.ts');
+  return `{ kind: redis, redis_url: "${url}", key_prefix: "t${process.pid}g${++gateways}" }`;
+}
+
+export const STORE_MODE = process.env.GATEWAY_TEST_STORE === 'redis' ? 'redis' : 'memory';
+
 /** Tests that are not about limits poll fast; lift the rate limits unless a test sets its own. */
 const NO_LIMITS = `limits:
   rate:
@@ -35,7 +47,7 @@ export async function startTestGateway(o: TestGatewayOptions = {}): Promise<Gate
   const disabled = o.only ? readdirSync(vendorsDir).filter((f) => f.endsWith('.yaml')).map((f) => f.slice(0, -5)).filter((v) => !o.only!.includes(v)) : [];
   const yaml = `
 server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 2000 }
-store: { kind: memory }
+store: ${storeYaml()}
 sandbox: { enabled: ${o.sandbox ?? true}, demo_api_key: ${DEMO_KEY}, queued_ms: 1000, running_ms: 3000 }
 admin: { token: "${o.adminToken ?? 'test-admin-token'}" }
 timing: { scale: ${o.scale ?? 0.001}, poll_error_limit: 3 }
