@@ -1,0 +1,117 @@
+// Gateway processes for the multi-process and crash tests: each is a real `gateway serve`
+// child process on Redis, with its own role and port, stopped (or killed) by the test.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ROOT } from '../helpers/gateway.ts';
+
+export const ADMIN = 'mp-admin-token';
+
+export interface ConfigOptions {
+  redisUrl: string;
+  prefix: string;
+  upstreamUrl: string;
+  caPem?: string;
+  scale?: number;
+}
+
+/** A config file for processes sharing one Redis; provider_b only, its upstream a test server. */
+export function writeConfig(o: ConfigOptions): string {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-mp-'));
+  const others = ['provider_a', 'provider_c', 'provider_d', 'provider_e', 'provider_f'];
+  const file = join(dir, 'config.yaml');
+  writeFileSync(file, `
+server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 2000 }
+store: { kind: redis, redis_url: "${o.redisUrl}", key_prefix: "${o.prefix}", job_lock_ms: 30000 }
+sandbox: { enabled: false }
+admin: { token: ${ADMIN} }
+timing: { scale: ${o.scale ?? 0.01}, poll_error_limit: 5 }
+log: { level: info }
+vendors: { dir: ${JSON.stringify(join(ROOT, 'vendors'))}, disabled: ${JSON.stringify(others)} }
+upstreams:
+  provider_b: { base_url: "${o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }
+limits:
+  rate:
+    key: { per_second: null, per_minute: null, per_day: null }
+    tenant: { per_second: null, per_minute: null, per_day: null }
+    model: { per_second: null, per_minute: null, per_day: null }
+  concurrent_tasks: null
+  daily_spend_credits: null
+webhooks: { allow_private_cidrs: ["127.0.0.1/32"], ca_pem: ${JSON.stringify(o.caPem ? [o.caPem] : [])} }
+`);
+  return file;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface GatewayProcess {
+  proc: ChildProcess;
+  url: string;
+  role: string;
+  output(): string;
+  /** SIGTERM and wait for the exit code. */
+  stop(): Promise<number | null>;
+  kill9(): Promise<void>;
+}
+
+export async function spawnGateway(config: string, role: 'all' | 'api' | 'worker', port?: number): Promise<GatewayProcess> {
+  const p = port ?? (await freePort());
+  const proc = spawn(process.execPath, [join(ROOT, 'engine/cli/main.ts'), 'serve', '--config', config, '--role', role], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: String(p) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const ready = role === 'worker' ? 'gateway worker running' : 'gateway listening';
+  for (let i = 0; !out.includes(ready); i++) {
+    if (proc.exitCode !== null || i > 300) throw new Error(`gateway ${role} did not start:\n${out}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    proc,
+    role,
+    url: `http://127.0.0.1:${p}`,
+    output: () => out,
+    stop: async () => {
+      proc.kill('SIGTERM');
+      return exited;
+    },
+    kill9: async () => {
+      proc.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+export async function admin(base: string, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${base}/admin/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** A tenant with a key and credits, made through the admin API of one process. */
+export async function tenantWithKey(base: string, credits = '100000.00'): Promise<{ tenantId: string; key: string }> {
+  const t = await admin(base, 'POST', '/tenants', { name: 'mp' });
+  const k = await admin(base, 'POST', `/tenants/${t.id}/keys`, {});
+  await admin(base, 'POST', `/tenants/${t.id}/wallet/topups`, { credits });
+  return { tenantId: t.id, key: k.key };
+}
