@@ -7,13 +7,25 @@ import type { GatewayConfig } from './config/types.ts';
 import { compileVendors, type AsyncRoutePlan, type VendorPlan } from './descriptors/compile.ts';
 import { loadVendorDir } from './descriptors/load-descriptors.ts';
 import { EventBus } from './events/bus.ts';
-import { buildApp } from './http/app.ts';
-import { MemoryJobScheduler, type JobScheduler } from './jobs/scheduler.ts';
+import { buildApp, type AppDeps } from './http/app.ts';
+import type { JobScheduler } from './jobs/scheduler.ts';
 import { createLogger } from './log/logger.ts';
+import { createStores, type Role, type Stores } from './store/factory.ts';
+import { ProxyGateway } from './proxy/proxy-gateway.ts';
 import { SandboxSimulator } from './sandbox/simulator.ts';
-import { MemoryTaskStore } from './store/memory/tasks.ts';
-import { MemoryTenantStore } from './store/memory/tenants.ts';
-import { noAccounting, type TaskAccounting } from './tasks/accounting.ts';
+import { resolveBillingConfig, type BillingConfigInput } from './billing/config.ts';
+import { LowBalanceMonitor } from './billing/low-balance.ts';
+import { creditsToMilli } from './billing/money.ts';
+import { BilledTaskAccounting } from './billing/task-accounting.ts';
+import { BillingService } from './billing/wallet.ts';
+import { mountAdminBillingRoutes, tenantBillingRouter } from './http/billing-routes.ts';
+import { IdempotencyService } from './idempotency/idempotency.ts';
+import type { LimitsConfigInput } from './limits/config.ts';
+import { LimitsService } from './limits/limits.ts';
+import { requireApiKey } from './http/auth.ts';
+import { mountAdminWebhookRoutes, webhookRouter } from './http/webhook-routes.ts';
+import { resolveWebhookConfig, type WebhookConfig } from './webhooks/config.ts';
+import { createWebhooks, type Webhooks } from './webhooks/service.ts';
 import { TaskLifecycle } from './tasks/lifecycle.ts';
 import type { TaskStore } from './tasks/store.ts';
 import { hashKey, TenantService } from './tenants/service.ts';
@@ -27,6 +39,8 @@ export const DEMO_TENANT_ID = '00000000-0000-4000-8000-00000000de00';
 export interface GatewayOptions {
   clock?: Clock;
   logger?: Logger;
+  /** `all` (default): serve HTTP and run jobs; `api`: HTTP only; `worker`: jobs only (redis store). */
+  role?: Role;
 }
 
 export interface Gateway {
@@ -40,6 +54,10 @@ export interface Gateway {
   readonly lifecycle: TaskLifecycle;
   readonly bus: EventBus;
   readonly scheduler: JobScheduler;
+  readonly billing: BillingService;
+  readonly webhooks: Webhooks;
+  readonly limits: LimitsService;
+  readonly proxy: ProxyGateway;
   readonly sandbox?: SandboxSimulator;
   /** Stop accepting, let in-flight requests finish (up to the grace period), stop workers. */
   close(): Promise<void>;
@@ -48,6 +66,7 @@ export interface Gateway {
 export async function startGateway(config: GatewayConfig, opts: GatewayOptions = {}): Promise<Gateway> {
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? createLogger(config.log.level);
+  const role = opts.role ?? 'all';
   const ajv = createAjv({ useDefaults: true });
   const loaded = loadVendorDir(config.vendors.dir, ajv, config.vendors.disabled);
 
@@ -57,43 +76,114 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     await sandbox.start();
   }
   const dispatcher = createUpstreamAgent();
-  const vendors = compileVendors(loaded, {
-    ajv,
-    config,
-    clock,
-    dispatcher,
-    baseUrlFor: (vendor) => sandbox?.urlFor(vendor) ?? config.upstreams[vendor]?.base_url,
-  });
+  let vendors: VendorPlan[];
+  try {
+    vendors = compileVendors(loaded, {
+      ajv,
+      config,
+      clock,
+      dispatcher,
+      baseUrlFor: (vendor) => sandbox?.urlFor(vendor) ?? config.upstreams[vendor]?.base_url,
+    });
+  } catch (err) {
+    await sandbox?.close();
+    await dispatcher.close();
+    throw err;
+  }
   const routes = new Map<string, AsyncRoutePlan>();
   for (const v of vendors) for (const r of v.routes) if (r.kind === 'async') routes.set(r.key, r);
 
-  const scheduler = new MemoryJobScheduler((queue, jobId, err) => logger.error({ err, queue, job_id: jobId }, 'job failed'));
-  const tasks = new MemoryTaskStore();
-  const tenants = new TenantService(new MemoryTenantStore(), clock);
+  let stores: Stores;
+  try {
+    stores = await createStores(config, role, (queue, jobId, err) => logger.error({ err, queue, job_id: jobId }, 'job failed'));
+  } catch (err) {
+    await sandbox?.close();
+    await dispatcher.close();
+    throw err;
+  }
+  const { scheduler, tasks } = stores;
+  const tenants = new TenantService(stores.tenants, clock);
   const bus = new EventBus(clock);
-  const accounting: TaskAccounting = noAccounting;
-  const lifecycle = new TaskLifecycle({ store: tasks, scheduler, bus, clock, accounting, logger, routes, pollErrorLimit: config.timing.poll_error_limit });
-  lifecycle.startWorkers();
 
-  await bootstrapDemoTenant(config, tenants, logger);
-
-  const app = buildApp({ logger, vendors, tenants, lifecycle, tasks, trustProxy: config.server.trust_proxy, admin: { token: config.admin.token, tenants, ajv } });
-  const server = createServer(app);
-  server.keepAliveTimeout = 65_000; // longer than common load balancers' idle timeout
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.server.port, config.server.host, resolve);
+  const billingConfig = resolveBillingConfig(config.billing as BillingConfigInput);
+  const limits = new LimitsService({
+    store: stores.limits,
+    rateLimiterFactory: stores.rateLimiterFactory,
+    config: config.limits as LimitsConfigInput,
+    clock,
+    tenantOverrides: async (id) => (await tenants.getTenant(id).catch(() => undefined))?.limits,
   });
-  const addr = server.address() as AddressInfo;
-  const host = addr.family === 'IPv6' ? `[${addr.address === '::' ? '::1' : addr.address}]` : addr.address === '0.0.0.0' ? '127.0.0.1' : addr.address;
-  const url = `http://${host}:${addr.port}`;
-  logger.info({ url, vendors: vendors.map((v) => v.vendor), sandbox: Boolean(sandbox), store: config.store.kind }, 'gateway listening');
+  const webhooks = createWebhooks({
+    store: stores.webhooks,
+    scheduler,
+    clock,
+    config: resolveWebhookConfig({ time_scale: config.timing.scale, ...(config.webhooks as Partial<WebhookConfig>) }),
+    logger,
+  });
+  webhooks.attach(bus);
+  const wallets = stores.wallets;
+  const lowBalance = new LowBalanceMonitor({
+    store: wallets,
+    bus,
+    clock,
+    hasSubscriber: (tenantId, type) => webhooks.endpoints.hasSubscriber(tenantId, type),
+    defaultThreshold: billingConfig.lowBalanceThreshold,
+    throttleMs: billingConfig.lowBalanceThrottleMs,
+    onError: (err, tenantId) => logger.error({ err, tenant_id: tenantId }, 'balance.low could not be emitted'),
+  });
+  const billing = new BillingService({ store: wallets, clock, lowBalance, spend: limits });
+  const idempotency = new IdempotencyService({ store: stores.idempotency, clock });
+  const accounting = new BilledTaskAccounting(billing, limits);
+  const lifecycle = new TaskLifecycle({ store: tasks, scheduler, bus, clock, accounting, logger, routes, pollErrorLimit: config.timing.poll_error_limit,
+    sweepIntervalMs: Math.max(1, Math.round(config.timing.sweep_interval_ms * config.timing.scale)),
+    sweepGraceMs: Math.max(1, Math.round(config.timing.sweep_grace_ms * config.timing.scale)),
+    sharedMedia: stores.media,
+  });
+  // Workers run jobs (submits, polls, deadlines, deliveries, sweeps); api processes only add them.
+  if (role !== 'api') {
+    lifecycle.startWorkers();
+    await lifecycle.scheduleSweep();
+    await webhooks.dispatcher.startPurgeSchedule();
+  }
+
+  await bootstrapDemoTenant(config, tenants, billing, logger);
+
+  const billingRoutes = { billing, limits, tenants, ajv };
+  // Proxied routes (chat completions, model lists): answered before express on their exact paths.
+  const proxy = new ProxyGateway(vendors, { tenants, logger, billing, limits });
+  const app = buildApp({
+    logger, vendors, tenants, lifecycle, tasks, limits, idempotency, proxy,
+    trustProxy: config.server.trust_proxy,
+    admin: {
+      token: config.admin.token, tenants, ajv,
+      extend: (router) => {
+        mountAdminBillingRoutes(router, billingRoutes);
+        mountAdminWebhookRoutes(router, tenants, webhooks);
+      },
+    },
+    tenantRouters: [tenantBillingRouter(billingRoutes), webhookRouter(webhooks, { auth: requireApiKey(tenants) })],
+  } as AppDeps);
+  const server = createServer((req, res) => {
+    if (!proxy.tryHandle(req, res)) app(req, res);
+  });
+  server.keepAliveTimeout = 65_000; // longer than common load balancers' idle timeout
+  let url = '';
+  if (role !== 'worker') {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.server.port, config.server.host, resolve);
+    });
+    const addr = server.address() as AddressInfo;
+    const host = addr.family === 'IPv6' ? `[${addr.address === '::' ? '::1' : addr.address}]` : addr.address === '0.0.0.0' ? '127.0.0.1' : addr.address;
+    url = `http://${host}:${addr.port}`;
+  }
+  logger.info({ url, role, vendors: vendors.map((v) => v.vendor), sandbox: Boolean(sandbox), store: config.store.kind }, role === 'worker' ? 'gateway worker running' : 'gateway listening');
   if (!config.admin.token) logger.warn('admin API disabled: set GATEWAY_ADMIN_TOKEN to enable it');
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+      const drained = new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
       // Keep-alive sockets become idle as their last response ends: close them as they do.
       const sweep = setInterval(() => server.closeIdleConnections(), 50);
       server.closeIdleConnections();
@@ -101,17 +191,18 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       await drained;
       clearInterval(sweep);
       clearTimeout(grace);
-      await scheduler.close();
+      await stores.close();
+      await webhooks.close();
       await sandbox?.close();
       await dispatcher.close();
       logger.info('gateway stopped');
     })());
 
-  return { url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, sandbox, close };
+  return { url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, sandbox, close };
 }
 
 /** The demo tenant exists only while the sandbox is on; when it is off, it is disabled. */
-async function bootstrapDemoTenant(config: GatewayConfig, tenants: TenantService, logger: Logger): Promise<void> {
+async function bootstrapDemoTenant(config: GatewayConfig, tenants: TenantService, billing: BillingService, logger: Logger): Promise<void> {
   const existing = (await tenants.listTenants()).find((t) => t.id === DEMO_TENANT_ID);
   if (!config.sandbox.enabled) {
     if (existing && !existing.disabled) await tenants.setDisabled(DEMO_TENANT_ID, true);
@@ -124,5 +215,7 @@ async function bootstrapDemoTenant(config: GatewayConfig, tenants: TenantService
   if (!keys.some((k) => k.hash === hashKey(demoKey) && !k.revoked_at)) {
     await tenants.issueKey(DEMO_TENANT_ID, { name: 'sandbox demo key', secret: demoKey, mode: 'test' });
   }
+  // Once per demo tenant (the ref makes the top-up idempotent across restarts).
+  await billing.topUp(DEMO_TENANT_ID, creditsToMilli(config.sandbox.demo_credits), 'sandbox-demo-credits', 'sandbox demo credits');
   logger.info({ tenant_id: DEMO_TENANT_ID }, 'sandbox demo tenant ready (API key from GATEWAY_DEMO_API_KEY)');
 }

@@ -24,8 +24,10 @@ export interface AsyncRoutePlan {
   readonly validate: RequestValidator;
   readonly validationShape: 'problem' | 'task_info';
   readonly maxBodyBytes: number;
-  /** Media checks of the request; a route with any reads its body with the media pool (engine/media/body.ts). */
+  /** Media checks of the request (engine/media/checks.ts). */
   readonly media: readonly MediaRule[];
+  /** The request may carry large Base64 images: its body is read after auth, large ones parsed in the media pool (engine/media/body.ts). */
+  readonly mediaBody: boolean;
   readonly submit: {
     readonly method: string;
     readonly path: string;
@@ -110,6 +112,7 @@ export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: str
     validationShape: req.validation_errors ?? 'problem',
     maxBodyBytes: req.max_body_bytes ?? DEFAULT_MAX_BODY,
     media: Object.freeze([...(req.media ?? [])]),
+    mediaBody: (req.media ?? []).some((m) => m.kind === 'image'),
     submit: Object.freeze({
       method: submit.method ?? 'POST',
       path: submit.path,

@@ -1,4 +1,7 @@
 // TypeScript view of a vendor descriptor (schemas/vendor.schema.json is the source of truth).
+import type { MediaRule } from '../media/checks.ts';
+import type { Normaliser } from '../validation/request-validator.ts';
+import type { Violation } from '../validation/error-policy.ts';
 export type TaskStatus = 'pending' | 'processing' | 'completed' | 'failed';
 export const TASK_STATUSES: readonly TaskStatus[] = ['pending', 'processing', 'completed', 'failed'];
 
@@ -13,7 +16,11 @@ export interface VendorDescriptor {
     headers?: Record<string, string>;
     errors?: ErrorMapEntry[];
   };
-  sandbox?: { prompt?: string };
+  sandbox?: {
+    prompt?: string;
+    /** Upstream validation the simulator plays: a submit body matching `when` is refused with HTTP 400. */
+    reject?: { when: string; message: string }[];
+  };
   routes: RouteSpec[];
 }
 
@@ -48,15 +55,54 @@ export interface RouteSpec {
     poll?: PollSpec;
     errors?: ErrorMapEntry[];
   };
+  proxy?: ProxySpec;
   max_execution_ms?: number;
+}
+
+/** kind sync|stream: a request passed to the upstream and answered at once (or as SSE). */
+export interface ProxySpec {
+  path: string;
+  model?: string;
+  stream?: { flag: string; usage_option?: string };
+  usage?: { input: string; output: string; cached_input?: string };
+  token_prices?: { models: Record<string, TokenPriceSpec>; default?: TokenPriceSpec };
+  drop_inline_media?: { items: string; url: string; max_bytes: number };
+  error_object?: string;
+  pass_headers?: string[];
+  list?: { items: string; id: string; include?: string[]; exclude?: string[]; priced_by?: string };
+  cache_ms?: number;
+}
+
+/** USD per 1M tokens, decimal strings. */
+export interface TokenPriceSpec {
+  input: string;
+  output: string;
+  cached_input?: string;
 }
 
 export interface RequestSpec {
   schema: Record<string, unknown>;
-  rules?: { when: string; code: number; pointer?: string; message: string; reason?: string }[];
+  rules?: RequestRuleSpec[];
+  /** Named string normalisers applied before validation, by JSON pointer (`/ratio: lowercase`). */
+  normalise?: Record<string, Normaliser>;
+  /** Media checks (engine/media/checks.ts) on the values at these pointers. */
+  media?: MediaRule[];
   validation_errors?: 'problem' | 'task_info';
   max_body_bytes?: number;
   examples?: Record<string, unknown>[];
+}
+
+/** A cross-field rule: `when` true refuses the request; `violation` names the failure, the policy its code. */
+export interface RequestRuleSpec {
+  when: string;
+  violation?: Violation;
+  /** Explicit code overriding the policy; with a violation it needs a reason. */
+  code?: number;
+  pointer?: string;
+  message: string;
+  /** Repeat the rule for each item of this array ($item, $i bound; {i} in pointer and message). */
+  each?: string;
+  reason?: string;
 }
 
 export interface SubmitSpec {

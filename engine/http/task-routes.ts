@@ -35,8 +35,8 @@ export function mountTaskRoutes(app: Express, vendors: readonly VendorPlan[], de
   for (const vendor of vendors) {
     for (const route of vendor.routes) {
       if (route.kind === 'async') {
-        // Routes with media checks read their body after auth, inside the handler (engine/media/body.ts).
-        app.post(route.path, ...(route.media.length ? [] : jsonBody(route.maxBodyBytes)), auth, createHandler(route, deps));
+        // Routes taking Base64 images read their body after auth, inside the handler (engine/media/body.ts).
+        app.post(route.path, ...(route.mediaBody ? [] : jsonBody(route.maxBodyBytes)), auth, createHandler(route, deps));
         add(route.path, 'POST');
         app.get(`${route.path}/:task_id`, auth, readHandler(route, new Set([route.key]), deps));
         add(`${route.path}/:task_id`, 'GET');
@@ -57,7 +57,7 @@ function createHandler(route: AsyncRoutePlan, deps: TaskRouteDeps) {
     let response: StoredResponse;
     let taskHoldsMedia = false;
     try {
-      if (route.media.length) await readMediaBody(req, res, route.maxBodyBytes, route.media);
+      if (route.mediaBody) await readMediaBody(req, res, route.maxBodyBytes, route.media);
       // A retried create with the same Idempotency-Key replays the first answer: one task, one hold.
       ({ response } = await deps.idempotency.run(
         { tenantId: auth.tenantId, key: req.get('idempotency-key'), method: 'POST', path: route.path, body: req.body },

@@ -10,10 +10,13 @@
 //   [sandbox:garbage]      polls get a non-JSON answer → 3003 after the poll error limit
 // Fixture text may use {{upstream_task_id}}, {{prompt}}, {{now_ms}}, {{now_s}}, {{now_iso}} and
 // {{files_url}}; the simulator serves small placeholder result files under {{files_url}}.
+// A descriptor's `sandbox.reject` rules play the upstream's own validation: a matching submit
+// is refused with HTTP 400 (the `rejected` fixture, with {{message}}, when the route has one).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { compileExpr, type CompiledExpr } from '../descriptors/expr.ts';
 import type { LoadedVendor } from '../descriptors/load-descriptors.ts';
+import { ChatSimulator } from './chat-simulator.ts';
 import type { Clock } from '../util/clock.ts';
 import { randomBase62 } from '../util/ids.ts';
 
@@ -42,6 +45,8 @@ interface SimRoute {
   pollMethod: string;
   fixtures: ReadonlyMap<string, unknown>;
   prompt: CompiledExpr;
+  /** The descriptor's sandbox.reject: upstream validation played by the simulator. */
+  reject: { when: CompiledExpr; message: string }[];
 }
 
 const PNG_1X1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
@@ -50,13 +55,17 @@ export class SandboxSimulator {
   private readonly routes: SimRoute[] = [];
   private readonly tasks = new Map<string, SimTask>();
   private readonly opts: SandboxOptions;
+  /** Proxied routes (kind sync|stream): the OpenAI-compatible chat upstream. */
+  private readonly chat: ChatSimulator;
   private server?: Server;
   private baseUrl = '';
 
   constructor(vendors: readonly LoadedVendor[], opts: SandboxOptions) {
     this.opts = opts;
+    this.chat = new ChatSimulator(vendors, opts.clock);
     for (const v of vendors) {
       const prompt = compileExpr(v.descriptor.sandbox?.prompt ?? 'prompt');
+      const reject = (v.descriptor.sandbox?.reject ?? []).map((r) => ({ when: compileExpr(r.when), message: r.message }));
       for (const r of v.descriptor.routes) {
         const submit = r.upstream?.submit;
         const poll = r.upstream?.poll;
@@ -70,6 +79,7 @@ export class SandboxSimulator {
           pollMethod: poll.method ?? 'GET',
           fixtures: v.fixtures.get(r.id) ?? new Map(),
           prompt,
+          reject,
         });
       }
     }
@@ -104,6 +114,7 @@ export class SandboxSimulator {
       const m = req.method === route.pollMethod ? route.pollPattern.exec(path) : null;
       if (m) return this.poll(decodeURIComponent(m[1]!), res);
     }
+    if (await this.chat.handle(req, res, path)) return;
     send(res, 404, { error: `sandbox: no upstream route ${req.method} ${path}` });
   }
 
@@ -117,6 +128,11 @@ export class SandboxSimulator {
       return send(res, 400, { error: 'sandbox: body is not JSON' });
     }
     const prompt = String((await route.prompt.evaluate(body).catch(() => '')) ?? '');
+    for (const r of route.reject) {
+      if (!(await r.when.evaluate(body).catch(() => false))) continue;
+      const rejected = route.fixtures.get('rejected');
+      return send(res, 400, rejected ? this.fill(rejected, '', prompt, { message: r.message }) : { code: 'InvalidParameter', message: r.message, error: { code: 'InvalidParameter', message: r.message } });
+    }
     // Steering text is looked for anywhere in the upstream body, whatever the vendor's shape.
     const text = JSON.stringify(body);
     if (text.includes('[sandbox:reject]')) return send(res, 400, { code: 4, description: 'Request rejected by the sandbox ([sandbox:reject])', error: { code: 'InvalidParameter', message: 'rejected by the sandbox' } });
@@ -147,10 +163,10 @@ export class SandboxSimulator {
     send(res, 200, this.fill(fixture, id, t.prompt));
   }
 
-  private fill(fixture: unknown, id: string, prompt: string): unknown {
+  private fill(fixture: unknown, id: string, prompt: string, extra: Record<string, string> = {}): unknown {
     const now = this.opts.clock.now();
     const vars: Record<string, string | number> = {
-      upstream_task_id: id, prompt, now_ms: now, now_s: Math.floor(now / 1000), now_iso: new Date(now).toISOString(), files_url: `${this.baseUrl}/_files`,
+      upstream_task_id: id, prompt, now_ms: now, now_s: Math.floor(now / 1000), now_iso: new Date(now).toISOString(), files_url: `${this.baseUrl}/_files`, ...extra,
     };
     const walk = (v: unknown): unknown => {
       if (typeof v === 'string') {

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import type { GatewayConfig } from '../config/types.ts';
 import type { WalletStore } from '../billing/store.ts';
 import type { IdempotencyStore } from '../idempotency/store.ts';
+import type { SharedMediaStore } from '../media/shared.ts';
 import { BullJobScheduler } from '../jobs/bullmq-scheduler.ts';
 import { MemoryJobScheduler, type JobErrorReporter, type JobScheduler } from '../jobs/scheduler.ts';
 import type { RateLimiterFactory } from '../limits/rate.ts';
@@ -18,7 +19,7 @@ import { MemoryTenantStore } from './memory/tenants.ts';
 import { MemoryWalletStore } from './memory/wallets.ts';
 import { MemoryWebhookStore } from './memory/webhooks.ts';
 import {
-  RedisIdempotencyStore, RedisLimitsStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateLimiterFactory,
+  RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateLimiterFactory,
 } from './redis/index.ts';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -30,6 +31,8 @@ export interface Stores {
   limits: LimitsStore;
   idempotency: IdempotencyStore;
   webhooks: WebhookStore;
+  /** Media bytes shared across processes (redis); undefined with the memory store. */
+  media?: SharedMediaStore;
   /** Undefined: rate-limiter-flexible's memory limiter. */
   rateLimiterFactory?: RateLimiterFactory;
   scheduler: JobScheduler;
@@ -75,6 +78,7 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
     limits: new RedisLimitsStore(o),
     idempotency: new RedisIdempotencyStore(o),
     webhooks: new RedisWebhookStore(o),
+    media: new RedisMediaStore(o),
     rateLimiterFactory: redisRateLimiterFactory(client, o.prefix),
     scheduler,
     close: async () => {

@@ -13,6 +13,7 @@ import type { TaskStatus } from '../descriptors/types.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { JobScheduler } from '../jobs/scheduler.ts';
 import { MediaGoneError, mediaBlobs, tokensIn } from '../media/blobs.ts';
+import { adoptMedia, forgetSharedMedia, shareMedia, type SharedMediaStore } from '../media/shared.ts';
 import { mapUpstreamError, UpstreamFailure, type UpstreamErrorFacts } from '../upstream/failure.ts';
 import type { UpstreamResponse } from '../upstream/client.ts';
 import { isoNow, type Clock } from '../util/clock.ts';
@@ -36,6 +37,8 @@ export interface LifecycleDeps {
   /** How often the safety sweep runs, and how long an active task may show no sign of life before it re-drives it. */
   sweepIntervalMs: number;
   sweepGraceMs: number;
+  /** Redis mode: uploaded media travel to the process that submits the task. */
+  sharedMedia?: SharedMediaStore;
 }
 
 const ACTIVE: readonly TaskStatus[] = ['pending', 'processing'];
@@ -83,6 +86,7 @@ export class TaskLifecycle {
     };
     task.hold = await this.d.accounting.reserve(task, route);
     try {
+      if (this.d.sharedMedia) await shareMedia(this.d.sharedMedia, tokensIn(request), route.maxExecutionMs + this.d.sweepGraceMs);
       await this.d.store.create(task);
     } catch (err) {
       await this.d.accounting.abandon(task);
@@ -102,6 +106,8 @@ export class TaskLifecycle {
     let res: UpstreamResponse;
     const media = tokensIn(task.request);
     try {
+      // Another process (or this one before a restart) may have received the upload.
+      if (media.length && this.d.sharedMedia) media.push(...(await adoptMedia(this.d.sharedMedia, media)));
       const body = await s.body.evaluate(task.request);
       // Large media the request holds as blobs are spliced back into the serialised body.
       const rawBody = media.length ? mediaBlobs.encodeJson(body) : undefined;
@@ -112,6 +118,7 @@ export class TaskLifecycle {
     } finally {
       if (media.length) mediaBlobs.release(media);
     }
+    if (media.length && this.d.sharedMedia) await forgetSharedMedia(this.d.sharedMedia, media).catch(() => undefined);
     const message = await readOptional(s.errorMessage, res.body);
     if (res.status < 200 || res.status > 299) {
       return this.fail(task, await mapUpstreamError(route.errorRules, { stage: 'submit', http_status: res.status, body: res.body, message }));

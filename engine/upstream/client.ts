@@ -1,6 +1,7 @@
 // The HTTP client for one vendor's upstream: undici over a shared keep-alive Agent, the
 // vendor's auth plug-in and timeout, and the caller's traceparent passed on. It returns any
 // HTTP answer whose body is JSON; it throws UpstreamFailure when there is no usable answer.
+import { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { AuthPlugin } from './auth-schemes.ts';
 import { UpstreamFailure, type UpstreamStage } from './failure.ts';
@@ -17,6 +18,8 @@ export interface UpstreamCall {
   headers?: Record<string, string>;
   traceparent?: string;
   stage: UpstreamStage;
+  /** The JSON body already serialised, as buffers (sent as is instead of `body`; see engine/media/blobs.ts). */
+  rawBody?: { chunks: readonly Uint8Array[]; length: number };
 }
 
 const MAX_UPSTREAM_BODY = 8 * 1024 * 1024;
@@ -27,10 +30,10 @@ export function createUpstreamAgent(): Agent {
 
 export class UpstreamClient {
   readonly baseUrl: string;
-  private readonly auth: AuthPlugin;
-  private readonly timeoutMs: number;
-  private readonly fixedHeaders: Record<string, string>;
-  private readonly dispatcher: Dispatcher;
+  readonly auth: AuthPlugin;
+  readonly timeoutMs: number;
+  readonly fixedHeaders: Record<string, string>;
+  readonly dispatcher: Dispatcher;
 
   constructor(opts: { baseUrl: string; auth: AuthPlugin; timeoutMs: number; headers?: Record<string, string>; dispatcher: Dispatcher }) {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
@@ -48,8 +51,12 @@ export class UpstreamClient {
       ...(await this.auth.headers()),
     };
     if (c.traceparent) headers.traceparent = c.traceparent;
-    let payload: string | undefined;
-    if (c.body !== undefined && c.method !== 'GET') {
+    let payload: string | Readable | undefined;
+    if (c.rawBody && c.method !== 'GET') {
+      payload = Readable.from(c.rawBody.chunks, { objectMode: false });
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = String(c.rawBody.length);
+    } else if (c.body !== undefined && c.method !== 'GET') {
       payload = JSON.stringify(c.body);
       headers['content-type'] = 'application/json';
     }

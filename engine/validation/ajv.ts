@@ -29,9 +29,13 @@ export function createAjv(opts: AjvOptions = {}): Ajv2020 {
   });
   addFormats(ajv);
   // Annotations descriptors may put on any schema node: the service code a failure there
-  // yields (number, or {keyword: code}), and why it differs from the engine's policy.
+  // yields (number, or {keyword: code}), and why it differs from the engine's policy
+  // (engine/validation/error-policy.ts).
   ajv.addKeyword({ keyword: 'x-error-code', schemaType: ['number', 'object'] });
   ajv.addKeyword({ keyword: 'x-error-reason', schemaType: 'string' });
+  // The detail a failure at this node reports instead of Ajv's message ("must be 2 to 30, or -1"):
+  // a string (every value keyword of the node) or {keyword: detail}.
+  ajv.addKeyword({ keyword: 'x-error-detail', schemaType: ['string', 'object'] });
   ajv.addKeyword({ keyword: 'x-examples', schemaType: 'array' });
   for (const file of readdirSync(SCHEMAS_DIR).filter((f) => f.endsWith('.json')).sort()) {
     const schema = JSON.parse(readFileSync(join(SCHEMAS_DIR, file), 'utf8')) as { $id?: string };

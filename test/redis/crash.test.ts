@@ -8,12 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BillingService } from '../../engine/billing/wallet.ts';
 import { RedisWalletStore } from '../../engine/store/redis/index.ts';
-import { startRedis, type RedisServer } from '../helpers/redis.ts';
+import { startRedis } from '../helpers/redis.ts';
 import { call } from '../helpers/gateway.ts';
 import { testPki } from '../webhooks/support/pki.ts';
 import { Receiver } from '../webhooks/support/receiver.ts';
 import { countingImageToolUpstream, type CountingUpstream } from './image-tool-upstream.ts';
-import { admin, freePort, spawnGateway, tenantWithKey, writeConfig, type GatewayProcess } from './support.ts';
+import { admin, freePort, spawnGateway, tenantWithKey, writeConfig } from './support.ts';
 
 const IMAGES = '/vendors/provider_b/v1/tob/diffusion';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -2,7 +2,9 @@
 // real redis-server. Tasks created on one are read on the other; the worker polls each task to
 // the end exactly once per scheduled poll; nothing is settled twice; webhooks arrive.
 import { expect } from 'chai';
+import { crc32, deflateSync } from 'node:zlib';
 import { startRedis, type RedisServer } from '../helpers/redis.ts';
+import { FakeUpstream, json } from '../helpers/upstream.ts';
 import { call } from '../helpers/gateway.ts';
 import { testPki } from '../webhooks/support/pki.ts';
 import { Receiver } from '../webhooks/support/receiver.ts';
@@ -10,6 +12,36 @@ import { countingImageToolUpstream, type CountingUpstream } from './image-tool-u
 import { admin, spawnGateway, tenantWithKey, writeConfig, type GatewayProcess } from './support.ts';
 
 const IMAGES = '/vendors/provider_b/v1/tob/diffusion';
+const MODEL_A = '/vendors/provider_a/v1/model_a/generation';
+
+/** A real PNG of random pixels (incompressible, so the Base64 is large). */
+function pngBase64(width: number, height: number): string {
+  const chunk = (type: string, data: Buffer) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([len, body, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+  const raw = Buffer.alloc((width * 3 + 1) * height);
+  for (let i = 0; i < raw.length; i++) raw[i] = i % (width * 3 + 1) === 0 ? 0 : (Math.random() * 256) | 0;
+  const png = Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+  return png.toString('base64');
+}
+
+/** Video model A's "content generation tasks" upstream: succeeds at the first poll. */
+function modelAUpstream(): FakeUpstream {
+  let seq = 0;
+  return new FakeUpstream()
+    .on('POST', '/api/v3/contents/generations/tasks', (_req, res) => json(res, 200, { id: `cgt-${++seq}` }))
+    .on('GET', /^\/api\/v3\/contents\/generations\/tasks\/[^/]+$/, (req, res) =>
+      json(res, 200, { id: req.path.split('/').at(-1), status: 'succeeded', content: { video_url: 'https://cdn.example.com/v.mp4' }, duration: 5, usage: { completion_tokens: 1, duration: 5 } }));
+}
 
 describe('redis mode: two api processes and a worker over one Redis', function () {
   this.timeout(120_000);
@@ -18,18 +50,40 @@ describe('redis mode: two api processes and a worker over one Redis', function (
   let rx: Receiver;
   const procs: GatewayProcess[] = [];
 
+  let modelA: FakeUpstream;
   before(async () => {
     redis = await startRedis();
     up = await countingImageToolUpstream().start();
+    modelA = await modelAUpstream().start();
     rx = await Receiver.start();
-    const config = writeConfig({ redisUrl: redis.url, prefix: 'mp', upstreamUrl: up.url, caPem: testPki().caPem });
+    const config = writeConfig({ redisUrl: redis.url, prefix: 'mp', upstreamUrl: up.url, modelAUrl: modelA.url, caPem: testPki().caPem });
     procs.push(...(await Promise.all([spawnGateway(config, 'api'), spawnGateway(config, 'api'), spawnGateway(config, 'worker')])));
   });
   after(async () => {
     for (const p of procs) expect(await p.stop(), p.output().slice(-2000)).to.equal(0);
     await rx.close();
     await up.close();
+    await modelA.close();
     await redis.stop();
+  });
+
+  it('an image uploaded to one api process reaches the upstream from the worker', async () => {
+    const [a] = procs as [GatewayProcess];
+    const { key } = await tenantWithKey(a.url);
+    const image = pngBase64(600, 600); // about 1.4 MB: parsed and checked in the media pool
+    expect(image.length).to.be.greaterThan(1_000_000);
+    const created = await call(a.url, 'POST', MODEL_A, { key, body: { prompt: 'the cat turns', first_frame: `data:image/png;base64,${image}` } });
+    expect(created.status, created.text).to.equal(200);
+    for (let i = 0; ; i++) {
+      const r = await call(a.url, 'GET', `${MODEL_A}/${created.body.task_info.id}`, { key });
+      if (r.body.task_info.status === 'completed') break;
+      expect(r.body.task_info.status, JSON.stringify(r.body)).not.to.equal('failed');
+      if (i > 1000) throw new Error('model A task did not complete');
+      await new Promise((res) => setTimeout(res, 20));
+    }
+    const submit = modelA.seen.find((s) => s.method === 'POST')!;
+    const frame = submit.body.content.find((c: { role?: string }) => c.role === 'first_frame');
+    expect(frame.image_url.url).to.equal(`data:image/png;base64,${image}`);
   });
 
   it('shares tasks across processes and finishes each exactly once', async () => {

@@ -15,12 +15,14 @@ export interface ConfigOptions {
   upstreamUrl: string;
   caPem?: string;
   scale?: number;
+  /** Video model A's upstream too (provider_a), for tests of uploaded media. */
+  modelAUrl?: string;
 }
 
 /** A config file for processes sharing one Redis; provider_b only, its upstream a test server. */
 export function writeConfig(o: ConfigOptions): string {
   const dir = mkdtempSync(join(tmpdir(), 'gw-mp-'));
-  const others = ['provider_a', 'provider_c', 'provider_d', 'provider_e', 'provider_f'];
+  const others = ['provider_a', 'provider_c', 'provider_d', 'provider_e', 'provider_f'].filter((v) => !(v === 'provider_a' && o.modelAUrl));
   const file = join(dir, 'config.yaml');
   writeFileSync(file, `
 server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 2000 }
@@ -32,6 +34,7 @@ log: { level: info }
 vendors: { dir: ${JSON.stringify(join(ROOT, 'vendors'))}, disabled: ${JSON.stringify(others)} }
 upstreams:
   provider_b: { base_url: "${o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }
+  provider_a: { base_url: "${o.modelAUrl ?? o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }
 limits:
   rate:
     key: { per_second: null, per_minute: null, per_day: null }

@@ -8,3 +8,4 @@ export { RedisLimitsStore } from './limits.ts';
 export { RedisIdempotencyStore } from './idempotency.ts';
 export { RedisWebhookStore } from './webhooks.ts';
 export { redisRateLimiterFactory } from './rate.ts';
+export { RedisMediaStore } from './media.ts';

@@ -1,0 +1,89 @@
+// The gateway under benchmark (a child process of bench/media.ts and bench/throughput.ts):
+// providers A and D against UPSTREAM_URL, memory store, no limits, quiet logs. GATEWAY_MEDIA_DECODE
+// (pool | inline) says where large bodies are parsed and their media checked. Over IPC it
+// reports its URL and API key, and measures its own event-loop delay and CPU time on request.
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { loadConfigText } from '../engine/config/load-config.ts';
+import { startGateway } from '../engine/gateway.ts';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const keep = ['provider_a.yaml', 'provider_d.yaml'];
+const others = readdirSync(`${ROOT}vendors`).filter((f) => f.endsWith('.yaml') && !keep.includes(f)).map((f) => f.slice(0, -5));
+const up = process.env.UPSTREAM_URL!;
+const config = loadConfigText(`
+server: { host: 127.0.0.1, port: 0 }
+sandbox: { enabled: false }
+log: { level: ${process.env.BENCH_LOG_LEVEL ?? 'warn'} }
+timing: { scale: ${process.env.BENCH_TIMING_SCALE ?? 1} }
+vendors: { dir: vendors, disabled: ${JSON.stringify(others)} }
+limits:
+  rate:
+    key: { per_second: null, per_minute: null, per_day: null }
+    tenant: { per_second: null, per_minute: null, per_day: null }
+    model: { per_second: null, per_minute: null, per_day: null }
+  concurrent_tasks: null
+  daily_spend_credits: null
+upstreams:
+  provider_a: { base_url: "${up}", credentials: { api_key: bench }, timeout_ms: 120000 }
+  provider_d: { base_url: "${up}", credentials: { api_key: bench } }
+`, ROOT, { env: {} });
+const gw = await startGateway(config);
+const tenant = await gw.tenants.createTenant({ name: 'bench' });
+const { key } = await gw.tenants.issueKey(tenant.id, {});
+await gw.billing.topUp(tenant.id, 1_000_000_000_000, 'bench-topup');
+
+// BENCH_DEBUG: how long requests took to reach the 'request' event (clients send x-sent-at).
+const arrivals: number[] = [];
+if (process.env.BENCH_DEBUG) {
+  gw.server.prependListener('request', (req) => {
+    const sent = Number(req.headers['x-sent-at']);
+    if (sent) arrivals.push(Date.now() - sent);
+  });
+}
+
+const eld = monitorEventLoopDelay({ resolution: 1 });
+process.on('message', (m: { cmd: string }) => {
+  if (m.cmd === 'eld-start') {
+    eld.reset();
+    eld.enable();
+    process.send!({ cmd: 'eld-started' });
+  } else if (m.cmd === 'eld-stop') {
+    eld.disable();
+    const ms = (ns: number) => Math.round((ns / 1e6) * 100) / 100;
+    if (process.env.BENCH_DEBUG) console.error('arrival delays (ms), slowest:', arrivals.sort((a, b) => b - a).slice(0, 10).join(' '), `of ${arrivals.length}`);
+    arrivals.length = 0;
+    process.send!({ cmd: 'eld', p50: ms(eld.percentile(50)), p99: ms(eld.percentile(99)), max: ms(eld.max), mean: ms(eld.mean) });
+  } else if (m.cmd === 'direct') {
+    // Creates without HTTP: validation, pricing and hold, the task store, task.created, and the
+    // upstream submission that follows each create, run by `concurrency` loops for `seconds`.
+    const { seconds, concurrency } = m as unknown as { seconds: number; concurrency: number };
+    void (async () => {
+      const route = gw.vendors.flatMap((v) => v.routes).find((r) => r.kind === 'async' && r.key === 'provider_d/image_generation');
+      if (!route || route.kind !== 'async') throw new Error('no model D route');
+      const body = { prompt: 'a red fox in fresh snow, watercolor', n: 1 };
+      let count = 0;
+      let stop = false;
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      setTimeout(() => (stop = true), seconds * 1000);
+      await Promise.all(Array.from({ length: concurrency }, async () => {
+        while (!stop) {
+          const request = await route.validate(structuredClone(body));
+          await gw.lifecycle.create(route, tenant.id, request);
+          count++;
+          if (count % 64 === 0) await new Promise((r) => setImmediate(r)); // let submissions and I/O run
+        }
+      }));
+      const elapsed = (performance.now() - t0) / 1000;
+      const cpu = process.cpuUsage(cpu0);
+      process.send!({ cmd: 'direct', count, seconds: elapsed, cpu_us: cpu.user + cpu.system });
+    })();
+  } else if (m.cmd === 'cpu') {
+    process.send!({ cmd: 'cpu', cpu: process.cpuUsage() });
+  } else if (m.cmd === 'stop') {
+    void gw.close().then(() => process.exit(0));
+  }
+});
+process.send!({ cmd: 'ready', url: gw.url, key });

@@ -1,0 +1,120 @@
+// Request bodies of proxied routes: read raw (the exact bytes are what the upstream gets,
+// unless the gateway must change something), parsed once for validation, and rewritten only
+// when needed — without losing integers beyond 2^53 (a `seed` near 2^63 keeps its digits).
+import type { IncomingMessage } from 'node:http';
+import { HTTP_ONLY } from '../errors/catalogue.ts';
+import { GatewayError } from '../errors/gateway-error.ts';
+import { setPath, type Getter } from './json-path.ts';
+
+const JSON_TYPE = /^application\/([\w.+-]*\+)?json\b/i;
+
+export function tooLarge(limit: number): GatewayError {
+  const h = HTTP_ONLY.payloadTooLarge;
+  return new GatewayError(h.code, `The request body exceeds this endpoint's limit of ${limit} bytes.`, { status: h.status, title: h.title, headers: { connection: 'close' } });
+}
+
+/** The raw body, refused with 415 unless declared JSON and with 413 over `limit` bytes. */
+export function readJsonBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) {
+    const h = HTTP_ONLY.unsupportedMediaType;
+    return Promise.reject(new GatewayError(h.code, 'Send the request body as JSON with Content-Type: application/json.', { status: h.status, title: h.title }));
+  }
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));
+  return new Promise((resolve, reject) => {
+    let first: Buffer | undefined;
+    let chunks: Buffer[] | undefined;
+    let size = 0;
+    const onData = (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        req.off('data', onData);
+        reject(tooLarge(limit));
+        return;
+      }
+      if (!first) first = c;
+      else (chunks ??= [first]).push(c);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(chunks ? Buffer.concat(chunks, size) : (first ?? Buffer.alloc(0))));
+    req.once('error', () => reject(new GatewayError(2000, 'The request was aborted by the client.')));
+  });
+}
+
+export function parseJson(raw: Buffer): unknown {
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch (err) {
+    throw new GatewayError(2001, `Malformed JSON in the request body: ${(err as Error).message}.`, { errors: [{ pointer: '', detail: 'is not valid JSON', code: 2001 }] });
+  }
+}
+
+type Reviver = (this: unknown, key: string, value: unknown, context?: { source?: string }) => unknown;
+
+/** Keeps an integer that a double cannot hold exactly as its original digits. */
+const keepBigIntegers: Reviver = (_key, value, context) =>
+  typeof value === 'number' && !Number.isSafeInteger(value) && context?.source !== undefined && /^-?\d+$/.test(context.source)
+    ? (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON(context.source)
+    : value;
+
+export function reparseExact(raw: Buffer): Record<string, unknown> {
+  return JSON.parse(raw.toString('utf8'), keepBigIntegers as never) as Record<string, unknown>;
+}
+
+/** Base64 payload size of a data URI or bare Base64 string; 0 for anything else (URLs). */
+export function inlineBytes(value: unknown): number {
+  if (typeof value !== 'string') return 0;
+  let start = 0;
+  if (value.startsWith('data:')) {
+    const comma = value.indexOf(',');
+    if (comma === -1 || !value.slice(0, comma).endsWith(';base64')) return 0;
+    start = comma + 1;
+  } else if (/^https?:\/\//i.test(value.slice(0, 8))) {
+    return 0;
+  }
+  let len = value.length - start;
+  if (value.endsWith('==')) len -= 2;
+  else if (value.endsWith('=')) len -= 1;
+  return Math.floor((len * 3) / 4);
+}
+
+export interface Rewrite {
+  /** Dotted path set to true (the stream usage option), when the client did not. */
+  setTrue?: string;
+  drop?: { walk: (root: unknown, visit: (array: unknown[], index: number) => void) => void; url: Getter; maxBytes: number };
+}
+
+/**
+ * The body to send upstream: `raw` itself when nothing changes. Setting a path whose top-level
+ * key is absent is a splice before the closing brace; anything else re-serialises the body.
+ * Returns the bytes and how many media items were dropped.
+ */
+export function rewriteBody(raw: Buffer, parsed: Record<string, unknown>, rw: Rewrite): { body: Buffer; dropped: number } {
+  let dropped = 0;
+  if (rw.drop) {
+    const probe = (array: unknown[], i: number) => {
+      if (inlineBytes(rw.drop!.url(array[i])) > rw.drop!.maxBytes) dropped++;
+    };
+    rw.drop.walk(parsed, probe);
+  }
+  if (!dropped && !rw.setTrue) return { body: raw, dropped };
+  if (!dropped && rw.setTrue) {
+    const keys = rw.setTrue.split('.');
+    if (!(keys[0]! in parsed)) {
+      const end = raw.lastIndexOf(0x7d); // }
+      const nested = keys.slice(1).reduceRight<string>((inner, k) => `{${JSON.stringify(k)}:${inner}}`, 'true');
+      const empty = Object.keys(parsed).length === 0;
+      const insert = Buffer.from(`${empty ? '' : ','}${JSON.stringify(keys[0])}:${nested}`);
+      return { body: Buffer.concat([raw.subarray(0, end), insert, raw.subarray(end)]), dropped };
+    }
+  }
+  const exact = reparseExact(raw);
+  if (dropped) {
+    rw.drop!.walk(exact, (array, i) => {
+      const item = array[i];
+      if (inlineBytes(rw.drop!.url(item)) > rw.drop!.maxBytes) array.splice(i, 1);
+    });
+  }
+  if (rw.setTrue) setPath(exact, rw.setTrue, true);
+  return { body: Buffer.from(JSON.stringify(exact)), dropped };
+}
