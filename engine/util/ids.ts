@@ -1,16 +1,41 @@
 // Identifiers: UUIDs for tasks and tenants, prefixed random ids for everything a user sees
 // with a type prefix (evt_, whd_, whsec_, key ids), all from the OS CSPRNG.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomFillSync, randomUUID } from 'node:crypto';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
-/** `bytes` random bytes as base62 text (unbiased: rejection sampling on each byte). */
+// Random bytes are drawn from a pooled buffer refilled from the CSPRNG 8 KiB at a time: one
+// system call per hundreds of ids instead of one per id (it was ~6% of a create's CPU).
+const POOL_BYTES = 8192;
+const pool = Buffer.alloc(POOL_BYTES);
+let offset = POOL_BYTES;
+
+function take(n: number): number {
+  if (offset + n > POOL_BYTES) {
+    randomFillSync(pool);
+    offset = 0;
+  }
+  const at = offset;
+  offset += n;
+  return at;
+}
+
+/** `bytes` random bytes as lowercase hex, never all zeros (W3C trace and span ids). */
+export function randomHex(bytes: number): string {
+  for (;;) {
+    const at = take(bytes);
+    for (let i = at; i < at + bytes; i++) if (pool[i] !== 0) return pool.toString('hex', at, at + bytes);
+  }
+}
+
+/** `length` random base62 characters (unbiased: rejection sampling on each byte). */
 export function randomBase62(length: number): string {
   let out = '';
   while (out.length < length) {
-    for (const b of randomBytes(length * 2)) {
+    const at = take(length * 2);
+    for (let i = at; i < at + length * 2 && out.length < length; i++) {
+      const b = pool[i]!;
       if (b < 248) out += ALPHABET[b % 62];
-      if (out.length === length) break;
     }
   }
   return out;

@@ -19,7 +19,7 @@ describe('serve: foreground, stdout logs, SIGTERM drains', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
       for (let i = 0; !stdout.includes('gateway listening'); i++) {
-        if (i > 200) throw new Error(`gateway did not start: ${stdout}`);
+        if (i > 600) throw new Error(`gateway did not start: ${stdout}`);
         await new Promise((r) => setTimeout(r, 50));
       }
       // Start a request and send its body slowly: it is in flight when SIGTERM arrives.

@@ -90,14 +90,23 @@ forEachBackend('TaskStore contract', (env) => {
     expect(JSON.parse(JSON.stringify(got))).to.not.have.property('upstream_task_id');
   });
 
-  it('hands out copies the caller cannot mutate', async () => {
+  it('hands out records the caller cannot use to change the store (private copies or frozen)', async () => {
+    // An adapter may return fresh copies (redis) or frozen snapshots (memory): either way,
+    // writing to what it returned must never reach the stored task.
+    const attempt = (write: () => void) => {
+      try {
+        write();
+      } catch (err) {
+        expect(err).to.be.instanceOf(TypeError); // a frozen snapshot refuses the write
+      }
+    };
     const t = task('t1');
     await a.create(t);
     (t.request as { prompt: string }).prompt = 'mutated after create';
     const got = (await a.get('t1'))!;
-    (got.request as { prompt: string }).prompt = 'mutated after get';
+    attempt(() => ((got.request as { prompt: string }).prompt = 'mutated after get'));
     const moved = (await a.transition('t1', ['pending'], { status: 'processing' }))!;
-    moved.poll_failures = 99;
+    attempt(() => (moved.poll_failures = 99));
     const again = (await a.get('t1'))!;
     expect(again.request.prompt).to.equal(task('t1').request.prompt);
     expect(again.poll_failures).to.equal(0);

@@ -80,9 +80,13 @@ forEachBackend('TenantStore contract', (env) => {
     expect(await a.revokeKey('nope', '2026-03-01T00:00:00.000Z')).to.equal(undefined);
   });
 
-  it('hands out copies the caller cannot mutate', async () => {
+  it('hands out records the caller cannot use to change the store (private copies or frozen)', async () => {
     await a.createKey(key('k1', 't1', { scopes: ['a'] }));
-    (await a.getKey('k1'))!.scopes.push('b');
+    try {
+      (await a.getKey('k1'))!.scopes.push('b');
+    } catch (err) {
+      expect(err).to.be.instanceOf(TypeError); // a frozen snapshot refuses the write
+    }
     expect((await a.getKey('k1'))!.scopes).to.deep.equal(['a']);
   });
 
