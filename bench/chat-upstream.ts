@@ -76,3 +76,16 @@ export async function startBenchUpstream(): Promise<BenchUpstream> {
     },
   };
 }
+
+// Run as its own process (bench/chat.ts pins it next to the load generator): reports its URL.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const up = await startBenchUpstream();
+  process.send!({ url: up.url });
+  process.on('message', (m: { holdMs?: number }) => {
+    if (m.holdMs !== undefined) {
+      up.holdMs = m.holdMs;
+      process.send!({ ok: true });
+    }
+  });
+  process.on('disconnect', () => void up.close().then(() => process.exit(0)));
+}

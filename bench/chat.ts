@@ -1,34 +1,41 @@
-// Benchmark of the chat proxy path: `npx node bench/chat.ts` (or `npm run bench`).
+// Benchmark of the chat proxy path: `npx node bench/chat.ts` (or through `npm run bench`).
 //
-// One run compares three targets on the same upstream and the same load:
+// Targets compared in one run, on the same upstream and the same requests:
 //   direct    the load generator talks to the upstream itself
 //   minproxy  a minimal keep-alive node:http proxy (bench/chat-minproxy.ts, ~30 lines)
 //   gateway   the full gateway path: auth, validation, rate limits, billing, access log
-// for sync and streamed completions at 10 and 64 connections (closed loop, keep-alive), and an
-// unloaded time-to-first-byte run for streams (the upstream holds the stream open 20 ms after its
-// first event).
-// The proxies run alone on core 0 (taskset); this process (upstream + load) runs on core 1.
-// CPU time per request is the proxy process's own user+system time (all its threads) over the
-// measured window divided by the requests completed in it.
+// Process layout: the two proxies run alone on core 0 (taskset); the upstream
+// (bench/chat-upstream.ts, its own process) and this load generator share core 1.
 //
-// Env: BENCH_SECONDS (default 4) per measured run, BENCH_WARMUP_SECONDS (default 1.5).
+// 1. Saturation (closed loop, keep-alive, 10 and 64 connections, sync and streamed): req/s,
+//    p50/p99, and each proxy's CPU time per request = its own user+system time (all threads)
+//    over the measured window / requests completed. A diagnostic row, gateway-core, repeats the
+//    sync runs with billing, limits and the access log switched off, to show where CPU goes.
+// 2. Latency at a fixed offered rate (RATE req/s spread over 10 and 64 connections): p50/p99
+//    measured from each request's scheduled start, so queueing behind a slow request counts.
+//    At saturation, latency is just connections ÷ throughput; this is the added latency a
+//    client sees when the gateway is busy but not overloaded.
+// 3. Unloaded stream time-to-first-byte: one connection, one request at a time; the upstream
+//    holds its stream open 20 ms after the first event.
+//
+// Env: BENCH_SECONDS (default 4) per run, BENCH_WARMUP_SECONDS (1.5), BENCH_RATE (2000).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool, type Dispatcher } from 'undici';
-import { startBenchUpstream, type BenchUpstream } from './chat-upstream.ts';
 
 const HERE = fileURLToPath(new URL('./', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 1.5);
-const CONNECTIONS = [10, 64];
+const RATE = Number(process.env.BENCH_RATE ?? 2000);
+const CONNECTIONS = [10, 64] as const;
 
 export const TARGETS = {
   sync_cpu_us: 170,
+  rps_vs_minproxy: 0.5,
   added_p50_ms: 1,
   added_p99_ms: 3,
   p99_64_over_10: 3,
-  rps_vs_minproxy: 0.5,
   ttfb_added_ms: 0.5,
 };
 
@@ -44,8 +51,10 @@ const request = (stream: boolean) =>
     ...(stream ? { stream: true } : {}),
   }));
 
+type Name = 'direct' | 'minproxy' | 'gateway' | 'gateway-core';
+
 interface Target {
-  name: 'direct' | 'minproxy' | 'gateway';
+  name: Name;
   url: string;
   headers: Record<string, string>;
   child?: ChildProcess;
@@ -55,10 +64,8 @@ interface Sample {
   rps: number;
   p50: number;
   p99: number;
-  ttfb50: number;
   cpuUs: number | undefined;
   errors: number;
-  count: number;
 }
 
 function pinSelf(core: number): void {
@@ -66,10 +73,10 @@ function pinSelf(core: number): void {
   if (r.status !== 0) console.warn('taskset is not available: processes are not pinned');
 }
 
-function startChild(file: string, upstream: string): Promise<{ child: ChildProcess; msg: { url: string; key?: string } }> {
-  const child = spawn('taskset', ['-c', '0', process.execPath, `${HERE}${file}`], {
+function startChild(file: string, core: number, env: Record<string, string> = {}): Promise<{ child: ChildProcess; msg: { url: string; key?: string } }> {
+  const child = spawn('taskset', ['-c', String(core), process.execPath, `${HERE}${file}`], {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    env: { ...process.env, UPSTREAM_URL: upstream },
+    env: { ...process.env, ...env },
   });
   return new Promise((resolve, reject) => {
     child.once('error', reject);
@@ -78,21 +85,22 @@ function startChild(file: string, upstream: string): Promise<{ child: ChildProce
   });
 }
 
-function cpuOf(child: ChildProcess | undefined): Promise<number | undefined> {
-  if (!child) return Promise.resolve(undefined);
+function ask<T>(child: ChildProcess, message: object): Promise<T> {
   return new Promise((resolve) => {
-    child.once('message', (m) => {
-      const c = (m as { cpu: NodeJS.CpuUsage }).cpu;
-      resolve(c.user + c.system);
-    });
-    child.send({ cpu: true });
+    child.once('message', (m) => resolve(m as T));
+    child.send(message);
   });
 }
 
-/** One request; resolves with [time to first body byte, total] in ms, or throws. */
-function once(pool: Pool, path: string, headers: Record<string, string>, body: Buffer): Promise<[number, number]> {
+const cpuOf = async (child: ChildProcess | undefined): Promise<number | undefined> => {
+  if (!child) return undefined;
+  const { cpu } = await ask<{ cpu: NodeJS.CpuUsage }>(child, { cpu: true });
+  return cpu.user + cpu.system;
+};
+
+/** One request; resolves with [time to first body byte, end] as performance.now() stamps. */
+function once(pool: Pool, headers: Record<string, string>, body: Buffer): Promise<[number, number]> {
   return new Promise((resolve, reject) => {
-    const t0 = performance.now();
     let first = 0;
     let status = 0;
     const handler: Dispatcher.DispatchHandler = {
@@ -106,45 +114,48 @@ function once(pool: Pool, path: string, headers: Record<string, string>, body: B
       onResponseEnd() {
         const t = performance.now();
         if (status !== 200) reject(new Error(`HTTP ${status}`));
-        else resolve([(first || t) - t0, t - t0]);
+        else resolve([first || t, t]);
       },
       onResponseError(_c, err) {
         reject(err);
       },
     };
-    pool.dispatch({ path, method: 'POST', headers, body }, handler);
+    pool.dispatch({ path: '/v1/chat/completions', method: 'POST', headers, body }, handler);
   });
 }
 
-function pct(sorted: Float64Array, p: number): number {
-  if (!sorted.length) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
+const pct = (sorted: Float64Array, p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function load(t: Target, stream: boolean, connections: number): Promise<Sample> {
+/**
+ * `connections` loops sending back to back (closed loop), or, with `rate`, each loop sending on
+ * a schedule (rate / connections per second) with latency counted from the scheduled start.
+ */
+async function load(t: Target, stream: boolean, connections: number, rate?: number): Promise<Sample> {
   const pool = new Pool(t.url, { connections, pipelining: 1, keepAliveTimeout: 60_000 });
   const body = request(stream);
   const headers = { ...t.headers, 'content-type': 'application/json' };
-  const path = '/v1/chat/completions';
+  const interval = rate ? (1000 * connections) / rate : 0;
   let phase: 'warmup' | 'measure' | 'stop' = 'warmup';
-  const totals: number[] = [];
-  const firsts: number[] = [];
+  const lat: number[] = [];
   let errors = 0;
-  const worker = async () => {
+  const worker = async (i: number) => {
+    let next = performance.now() + (interval * i) / connections;
     while (phase !== 'stop') {
+      // Timers round down and may fire a little early: wait until the scheduled time has come.
+      while (interval && performance.now() < next) await sleep(Math.max(1, Math.ceil(next - performance.now())));
+      const start = interval ? next : performance.now();
       const counted = phase === 'measure';
       try {
-        const [first, total] = await once(pool, path, headers, body);
-        if (counted) {
-          totals.push(total);
-          firsts.push(first);
-        }
+        const [, end] = await once(pool, headers, body);
+        if (counted) lat.push(end - start);
       } catch {
         if (counted) errors++;
       }
+      next += interval;
     }
   };
-  const workers = Array.from({ length: connections }, worker);
+  const workers = Array.from({ length: connections }, (_, i) => worker(i));
   await sleep(WARMUP * 1000);
   const cpu0 = await cpuOf(t.child);
   phase = 'measure';
@@ -155,97 +166,108 @@ async function load(t: Target, stream: boolean, connections: number): Promise<Sa
   const elapsed = (performance.now() - t0) / 1000;
   const cpu1 = await cpuOf(t.child);
   await pool.close();
-  const sorted = Float64Array.from(totals).sort();
-  const firstSorted = Float64Array.from(firsts).sort();
-  const count = totals.length + errors;
+  const sorted = Float64Array.from(lat).sort();
   return {
-    rps: totals.length / elapsed,
+    rps: lat.length / elapsed,
     p50: pct(sorted, 50),
     p99: pct(sorted, 99),
-    ttfb50: pct(firstSorted, 50),
-    cpuUs: cpu0 === undefined || cpu1 === undefined ? undefined : (cpu1 - cpu0) / count,
+    cpuUs: cpu0 === undefined || cpu1 === undefined ? undefined : (cpu1 - cpu0) / (lat.length + errors),
     errors,
-    count,
   };
 }
 
-/** Unloaded: one connection, one request at a time; the upstream holds the stream open between events. */
-async function ttfb(t: Target, up: BenchUpstream, n: number): Promise<{ p50: number; p90: number }> {
-  up.holdMs = 20;
+async function ttfb(t: Target, n: number): Promise<number> {
   const pool = new Pool(t.url, { connections: 1 });
   const headers = { ...t.headers, 'content-type': 'application/json' };
   const body = request(true);
   const firsts: number[] = [];
   try {
     for (let i = 0; i < n + 20; i++) {
-      const [first] = await once(pool, '/v1/chat/completions', headers, body);
-      if (i >= 20) firsts.push(first);
+      const t0 = performance.now();
+      const [first] = await once(pool, headers, body);
+      if (i >= 20) firsts.push(first - t0);
     }
   } finally {
-    up.holdMs = 0;
     await pool.close();
   }
-  const s = Float64Array.from(firsts).sort();
-  return { p50: pct(s, 50), p90: pct(s, 90) };
+  return pct(Float64Array.from(firsts).sort(), 50);
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const f = (n: number | undefined, d = 2) => (n === undefined || Number.isNaN(n) ? '-' : n.toFixed(d));
 
 export async function main(): Promise<boolean> {
   pinSelf(1);
-  const up = await startBenchUpstream();
-  const mp = await startChild('chat-minproxy.ts', up.url);
-  const gw = await startChild('chat-gateway.ts', up.url);
-  const targets: Target[] = [
-    { name: 'direct', url: up.url, headers: {} },
-    { name: 'minproxy', url: mp.msg.url, headers: {}, child: mp.child },
-    { name: 'gateway', url: gw.msg.url, headers: { authorization: `Bearer ${gw.msg.key}` }, child: gw.child },
-  ];
-  const results = new Map<string, Sample>();
+  const up = await startChild('chat-upstream.ts', 1);
+  const mp = await startChild('chat-minproxy.ts', 0, { UPSTREAM_URL: up.msg.url });
+  const gw = await startChild('chat-gateway.ts', 0, { UPSTREAM_URL: up.msg.url });
+  const auth = { authorization: `Bearer ${gw.msg.key}` };
+  const direct: Target = { name: 'direct', url: up.msg.url, headers: {} };
+  const minproxy: Target = { name: 'minproxy', url: mp.msg.url, headers: {}, child: mp.child };
+  const gateway: Target = { name: 'gateway', url: gw.msg.url, headers: auth, child: gw.child };
+  const core: Target = { name: 'gateway-core', url: gw.msg.url, headers: auth, child: gw.child };
+  const sat = new Map<string, Sample>();
+  const paced = new Map<string, Sample>();
   try {
-    console.log(`chat proxy benchmark: ${SECONDS}s per run after ${WARMUP}s warm-up; proxies pinned to core 0, upstream + load on core 1`);
-    console.log('mode    conns  target      req/s      p50 ms   p99 ms   ttfb50 ms  cpu µs/req  errors');
+    console.log(`chat proxy benchmark — ${SECONDS}s per run after ${WARMUP}s warm-up; proxies alone on core 0, upstream + load on core 1`);
+    console.log('\n1. saturation (closed loop)');
+    console.log('mode    conns  target          req/s    p50 ms    p99 ms  cpu µs/req  errors');
+    const row = (mode: string, c: number, name: string, s: Sample) =>
+      console.log(`${mode.padEnd(7)} ${String(c).padStart(5)}  ${name.padEnd(13)} ${f(s.rps, 0).padStart(8)} ${f(s.p50, 3).padStart(9)} ${f(s.p99, 3).padStart(9)} ${f(s.cpuUs, 1).padStart(11)} ${String(s.errors).padStart(7)}`);
     for (const mode of ['sync', 'stream'] as const) {
       for (const c of CONNECTIONS) {
-        for (const t of targets) {
+        for (const t of [direct, minproxy, gateway]) {
           const s = await load(t, mode === 'stream', c);
-          results.set(`${mode}/${c}/${t.name}`, s);
-          console.log(`${mode.padEnd(7)} ${String(c).padStart(5)}  ${t.name.padEnd(9)} ${f(s.rps, 0).padStart(8)} ${f(s.p50, 3).padStart(10)} ${f(s.p99, 3).padStart(8)} ${f(s.ttfb50, 3).padStart(10)} ${f(s.cpuUs, 1).padStart(11)} ${String(s.errors).padStart(7)}`);
+          sat.set(`${mode}/${c}/${t.name}`, s);
+          row(mode, c, t.name, s);
+        }
+        if (mode === 'sync') {
+          await ask(gw.child, { core: true });
+          const s = await load(core, false, c);
+          await ask(gw.child, { core: false });
+          sat.set(`${mode}/${c}/${core.name}`, s);
+          row(mode, c, `${core.name}*`, s);
         }
       }
     }
-    const tt = new Map<string, { p50: number; p90: number }>();
-    for (const t of targets) tt.set(t.name, await ttfb(t, up, 200));
-    console.log('\nunloaded stream time-to-first-byte (1 connection, stream held open 20 ms after the first event):');
-    for (const t of targets) console.log(`  ${t.name.padEnd(9)} p50 ${f(tt.get(t.name)!.p50, 3)} ms  p90 ${f(tt.get(t.name)!.p90, 3)} ms`);
+    console.log('  * diagnostic: the gateway with billing, limits and the access log switched off');
 
-    const g = (k: string) => results.get(k)!;
-    const checks: [string, number, string, boolean][] = [];
-    const check = (name: string, value: number, target: string, ok: boolean) => checks.push([name, value, target, ok]);
-    check('gateway CPU per sync completion (µs, 10 conns)', g('sync/10/gateway').cpuUs!, `≤ ${TARGETS.sync_cpu_us}`, g('sync/10/gateway').cpuUs! <= TARGETS.sync_cpu_us);
-    check('gateway CPU per sync completion (µs, 64 conns)', g('sync/64/gateway').cpuUs!, `≤ ${TARGETS.sync_cpu_us}`, g('sync/64/gateway').cpuUs! <= TARGETS.sync_cpu_us);
-    for (const mode of ['sync', 'stream']) {
+    console.log(`\n2. latency at ${RATE} req/s offered`);
+    console.log('mode    conns  target          req/s    p50 ms    p99 ms  cpu µs/req  errors');
+    for (const mode of ['sync', 'stream'] as const) {
       for (const c of CONNECTIONS) {
-        const ratio = g(`${mode}/${c}/gateway`).rps / g(`${mode}/${c}/minproxy`).rps;
-        check(`${mode} req/s gateway ÷ minproxy (${c} conns)`, ratio, `≥ ${TARGETS.rps_vs_minproxy}`, ratio >= TARGETS.rps_vs_minproxy);
+        for (const t of [direct, gateway]) {
+          const s = await load(t, mode === 'stream', c, RATE);
+          paced.set(`${mode}/${c}/${t.name}`, s);
+          row(mode, c, t.name, s);
+        }
       }
-      const a50 = g(`${mode}/10/gateway`).p50 - g(`${mode}/10/direct`).p50;
-      const a99 = g(`${mode}/10/gateway`).p99 - g(`${mode}/10/direct`).p99;
-      check(`${mode} added latency p50 (ms, 10 conns)`, a50, `≤ ${TARGETS.added_p50_ms}`, a50 <= TARGETS.added_p50_ms);
-      check(`${mode} added latency p99 (ms, 10 conns)`, a99, `≤ ${TARGETS.added_p99_ms}`, a99 <= TARGETS.added_p99_ms);
-      const growth = g(`${mode}/64/gateway`).p99 / g(`${mode}/10/gateway`).p99;
-      check(`${mode} gateway p99 at 64 ÷ p99 at 10`, growth, `≤ ${TARGETS.p99_64_over_10}`, growth <= TARGETS.p99_64_over_10);
     }
-    const addedTtfb = tt.get('gateway')!.p50 - tt.get('direct')!.p50;
-    check('stream TTFB above direct, unloaded (ms, p50)', addedTtfb, `≤ ${TARGETS.ttfb_added_ms}`, addedTtfb <= TARGETS.ttfb_added_ms);
-    console.log('\ntargets:');
+
+    await ask(up.child, { holdMs: 20 });
+    const tt = { direct: await ttfb(direct, 200), minproxy: await ttfb(minproxy, 200), gateway: await ttfb(gateway, 200) };
+    await ask(up.child, { holdMs: 0 });
+    console.log('\n3. unloaded stream time-to-first-byte, p50 (1 connection; the stream stays open 20 ms after its first event)');
+    console.log(`  direct ${f(tt.direct, 3)} ms   minproxy ${f(tt.minproxy, 3)} ms   gateway ${f(tt.gateway, 3)} ms`);
+
+    const s = (k: string) => sat.get(k)!;
+    const p = (k: string) => paced.get(k)!;
+    const checks: [string, number, string, boolean][] = [];
+    const check = (name: string, value: number, op: '<=' | '>=', target: number) => checks.push([name, value, `${op === '<=' ? '≤' : '≥'} ${target}`, op === '<=' ? value <= target : value >= target]);
+    for (const c of CONNECTIONS) check(`gateway CPU per sync completion, µs (${c} conns)`, s(`sync/${c}/gateway`).cpuUs!, '<=', TARGETS.sync_cpu_us);
+    for (const mode of ['sync', 'stream']) for (const c of CONNECTIONS) check(`${mode} req/s gateway ÷ minproxy (${c} conns)`, s(`${mode}/${c}/gateway`).rps / s(`${mode}/${c}/minproxy`).rps, '>=', TARGETS.rps_vs_minproxy);
+    for (const mode of ['sync', 'stream']) {
+      check(`${mode} added p50, ms (10 conns, ${RATE}/s)`, p(`${mode}/10/gateway`).p50 - p(`${mode}/10/direct`).p50, '<=', TARGETS.added_p50_ms);
+      check(`${mode} added p99, ms (10 conns, ${RATE}/s)`, p(`${mode}/10/gateway`).p99 - p(`${mode}/10/direct`).p99, '<=', TARGETS.added_p99_ms);
+      check(`${mode} gateway p99 64 ÷ 10 conns (${RATE}/s)`, p(`${mode}/64/gateway`).p99 / p(`${mode}/10/gateway`).p99, '<=', TARGETS.p99_64_over_10);
+      check(`${mode} added p50, ms (10 conns, saturated)`, s(`${mode}/10/gateway`).p50 - s(`${mode}/10/direct`).p50, '<=', TARGETS.added_p50_ms);
+      check(`${mode} gateway p99 64 ÷ 10 conns (saturated)`, s(`${mode}/64/gateway`).p99 / s(`${mode}/10/gateway`).p99, '<=', TARGETS.p99_64_over_10);
+    }
+    check('stream TTFB above direct, ms (unloaded p50)', tt.gateway - tt.direct, '<=', TARGETS.ttfb_added_ms);
+    console.log('\ntargets');
     for (const [name, value, target, ok] of checks) console.log(`  ${ok ? 'ok  ' : 'MISS'} ${name.padEnd(48)} ${f(value, 3).padStart(9)}  (${target})`);
     return checks.every((c) => c[3]);
   } finally {
-    mp.child.disconnect();
-    gw.child.disconnect();
-    await up.close();
+    for (const c of [mp.child, gw.child, up.child]) c.disconnect();
   }
 }
 

@@ -22,7 +22,7 @@ import type { VendorPlan } from '../descriptors/compile.ts';
 import type { ProxyRoutePlan } from '../descriptors/proxy-route.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { requireScope, type AuthContext } from '../http/context.ts';
-import type { Trace } from '../http/traceparent.ts';
+import { continueTrace, type Trace } from '../http/traceparent.ts';
 import type { TenantService } from '../tenants/service.ts';
 import { mapUpstreamError, UpstreamFailure } from '../upstream/failure.ts';
 import { inlineBytes, parseJson, readJsonBody, rewriteBody } from './body.ts';
@@ -30,7 +30,6 @@ import { setPath } from './json-path.ts';
 import { noBilling, noLimits, type ProxyBilling, type ProxyLimits } from './ports.ts';
 import { errorObjectFor, sanitiseErrorObject, sendProxyProblem, type ClientErrorObject } from './respond.ts';
 import { SseTap } from './sse-tap.ts';
-import { startTrace } from './trace.ts';
 import type { ModelPrice, TokenUsage } from './token-prices.ts';
 
 export interface ProxyGatewayDeps {
@@ -90,7 +89,7 @@ export class ProxyGateway {
   tryHandle(req: IncomingMessage, res: ServerResponse): boolean {
     const route = this.exact.get(`${req.method} ${pathOf(req.url)}`);
     if (!route) return false;
-    const trace = startTrace(req.headers.traceparent as string | undefined);
+    const trace = continueTrace(req.headers.traceparent as string | undefined);
     res.setHeader('Traceparent', trace.traceparent);
     void new Exchange(this, req, res, route, trace, true).run();
     return true;
@@ -187,11 +186,11 @@ class Exchange implements Dispatcher.DispatchHandler {
         });
       }
     }
-    await this.gw.limits.checkRequest({ tenantId: auth.tenantId, keyId: auth.keyId, model: this.limitKey() });
-    if (route.pricer) {
-      await this.gw.limits.checkSpend(auth.tenantId);
-      await this.gw.billing.ensureCanSpend(auth.tenantId);
-    }
+    // Rate limits, daily spend, funds: one round trip to the stores, not three (they matter
+    // with Redis); the first refusal in this order is the answer.
+    const checks = [this.gw.limits.checkRequest({ tenantId: auth.tenantId, keyId: auth.keyId, model: this.limitKey() })];
+    if (route.pricer) checks.push(this.gw.limits.checkSpend(auth.tenantId), this.gw.billing.ensureCanSpend(auth.tenantId));
+    for (const r of await Promise.allSettled(checks)) if (r.status === 'rejected') throw r.reason;
     const streaming = route.stream !== undefined && route.stream.flag(body) === true;
     const needUsage = streaming && route.stream!.usageOption !== undefined && route.stream!.usageOptionValue!(body) !== true;
     const needDrop = route.dropMedia !== undefined && raw.length > route.dropMedia.minBodyBytes;
@@ -284,9 +283,14 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.chunks.push(chunk);
   }
 
+  /** End the client's response. */
+  private endAnswer(last?: string): void {
+    this.res.end(last);
+  }
+
   onResponseEnd(): void {
     if (this.mode === 'sse') {
-      this.res.end();
+      this.endAnswer();
       this.finish(this.usageFrom(this.tap!.usageEvent) ?? this.estimate(this.tap!.events));
       return;
     }
@@ -310,7 +314,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       // Headers are out: end the stream with one error event the client SDKs understand.
       this.outcome = 'upstream_dropped';
       const e = new GatewayError(failure.code, `The provider's stream broke off: ${failure.message}`);
-      this.res.end(`data: ${JSON.stringify({ error: errorObjectFor(e) })}\n\n`);
+      this.endAnswer(`data: ${JSON.stringify({ error: errorObjectFor(e) })}\n\n`);
       this.gw.logger.warn({ trace_id: this.trace.traceId, route: this.route.key, err: failure.message }, 'upstream stream broke off');
       this.finish(this.tap!.events > 0 ? (this.usageFrom(this.tap!.usageEvent) ?? this.estimate(this.tap!.events)) : undefined);
       return;

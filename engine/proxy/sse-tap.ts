@@ -1,9 +1,12 @@
 // Reads a server-sent event stream as it passes, without holding or copying it: counts the
-// `data:` events and parses only the event that carries usage (found by a byte search for
-// `"<usage key>":` followed by anything but null). The bytes themselves are relayed untouched.
+// `data:` events and parses only the event that carries usage, found by a byte search for
+// `"<usage key>":` followed by anything but null. The bytes themselves are relayed untouched.
+// The search runs backwards from the end of each line: upstreams put usage last, so a chunk's
+// `"usage":null` is found within a few bytes. (A `"usage":` inside a string value is escaped as
+// `\"usage\":` in JSON, so it never matches.)
 const NL = 0x0a;
-const DATA = Buffer.from('data:');
-const DONE = Buffer.from('[DONE]');
+const CR = 0x0d;
+const SPACE = 0x20;
 
 export class SseTap {
   /** `data:` events seen (excluding `[DONE]`). */
@@ -32,24 +35,28 @@ export class SseTap {
         if (start < buf.length) this.partial = buf.subarray(start);
         return;
       }
-      if (nl - start > 5) this.line(buf.subarray(start, nl));
+      if (nl - start > 5) this.line(buf, start, buf[nl - 1] === CR ? nl - 1 : nl);
       start = nl + 1;
     }
   }
 
-  private line(line: Buffer): void {
-    if (line[0] !== 0x64 || line.compare(DATA, 0, 5, 0, 5) !== 0) return;
-    let from = 5;
-    while (line[from] === 0x20) from++;
-    if (line.indexOf(DONE, from) === from) return;
+  /** The line buf[start, end), without its line break. */
+  private line(buf: Buffer, start: number, end: number): void {
+    // "data:"
+    if (buf[start] !== 0x64 || buf[start + 1] !== 0x61 || buf[start + 2] !== 0x74 || buf[start + 3] !== 0x61 || buf[start + 4] !== 0x3a) return;
+    let from = start + 5;
+    while (buf[from] === SPACE) from++;
+    // "[DONE]"
+    if (end - from === 6 && buf[from] === 0x5b && buf[from + 1] === 0x44 && buf[from + 5] === 0x5d) return;
     this.events++;
-    const at = line.indexOf(this.needle, from);
-    if (at === -1) return;
+    if (end - from < this.needle.length) return;
+    const at = buf.lastIndexOf(this.needle, end - this.needle.length);
+    if (at < from) return;
     let v = at + this.needle.length;
-    while (line[v] === 0x20) v++;
-    if (line[v] === 0x6e /* n of null */) return;
+    while (buf[v] === SPACE) v++;
+    if (buf[v] === 0x6e /* n of null */) return;
     try {
-      const event = JSON.parse(line.toString('utf8', from, line[line.length - 1] === 0x0d ? line.length - 1 : line.length)) as Record<string, unknown>;
+      const event = JSON.parse(buf.toString('utf8', from, end)) as Record<string, unknown>;
       const usage = event?.[this.usageKey];
       if (usage !== null && typeof usage === 'object') this.usageEvent = event;
     } catch {
