@@ -7,7 +7,7 @@ import type { GatewayConfig } from './config/types.ts';
 import { compileVendors, type AsyncRoutePlan, type VendorPlan } from './descriptors/compile.ts';
 import { loadVendorDir } from './descriptors/load-descriptors.ts';
 import { EventBus } from './events/bus.ts';
-import { buildApp, type AppDeps } from './http/app.ts';
+import { buildApp } from './http/app.ts';
 import type { JobScheduler } from './jobs/scheduler.ts';
 import { createLogger } from './log/logger.ts';
 import { createStores, type Role, type Stores } from './store/factory.ts';
@@ -162,7 +162,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       },
     },
     tenantRouters: [tenantBillingRouter(billingRoutes), webhookRouter(webhooks, { auth: requireApiKey(tenants) })],
-  } as AppDeps);
+  });
   const server = createServer((req, res) => {
     if (!proxy.tryHandle(req, res)) app(req, res);
   });

@@ -8,12 +8,15 @@ import { accessLog } from './access-log.ts';
 import { adminRouter, type AdminDeps } from './admin-routes.ts';
 import { errorHandler } from './problem.ts';
 import { openapiRouter } from './openapi-routes.ts';
+import type { ProxyGateway } from '../proxy/proxy-gateway.ts';
 import { mountProxyRoutes } from './proxy-routes.ts';
 import { mountTaskRoutes, type TaskRouteDeps } from './task-routes.ts';
 import { traceMiddleware } from './traceparent.ts';
 import type { VendorPlan } from '../descriptors/compile.ts';
 
 export interface AppDeps extends TaskRouteDeps {
+  /** The proxy service of sync/stream routes (the server also calls it ahead of express). */
+  proxy: ProxyGateway;
   logger: Logger;
   vendors: readonly VendorPlan[];
   admin: AdminDeps;

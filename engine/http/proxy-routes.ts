@@ -3,21 +3,19 @@
 // lean hot path); these express routes serve the same handler for what only express matches
 // (a trailing slash, another letter case, HEAD) and record the paths for 405 answers.
 import type { Express, Request, Response } from 'express';
-import type { Logger } from 'pino';
 import type { VendorPlan } from '../descriptors/compile.ts';
-import { ProxyGateway } from '../proxy/proxy-gateway.ts';
+import type { ProxyGateway } from '../proxy/proxy-gateway.ts';
 import type { TaskRouteDeps } from './task-routes.ts';
 import { traceOf } from './traceparent.ts';
 
 export interface ProxyRouteDeps extends TaskRouteDeps {
-  /** The proxy service the server's fast path uses; made here (no billing, no limits) when absent. */
-  proxy?: ProxyGateway;
-  logger?: Logger;
+  /** The proxy service the server's fast path uses too. */
+  proxy: ProxyGateway;
 }
 
 export function mountProxyRoutes(app: Express, vendors: readonly VendorPlan[], deps: ProxyRouteDeps, methods: Map<string, Set<string>>): void {
   if (!vendors.some((v) => v.routes.some((r) => r.kind === 'sync' || r.kind === 'stream'))) return;
-  const proxy = deps.proxy ?? new ProxyGateway(vendors, { tenants: deps.tenants, logger: deps.logger! });
+  const proxy = deps.proxy;
   for (const { method, path, route } of proxy.paths()) {
     const handler = (req: Request, res: Response) => proxy.handle(req, res, route, traceOf(res));
     if (method === 'GET') app.get(path, handler);
