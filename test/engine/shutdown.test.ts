@@ -3,15 +3,18 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
-import { ROOT } from '../helpers/gateway.ts';
+import { ROOT, STORE_MODE } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/net.ts';
 
 describe('serve: foreground, stdout logs, SIGTERM drains', () => {
   it('finishes a request that is in flight when SIGTERM arrives, then exits 0', async function () {
-    this.timeout(20_000);
-    const port = 20000 + Math.floor(Math.random() * 20000);
+    this.timeout(45_000);
+    const port = await freePort();
+    // config.yaml as shipped; in the redis run, on the run's redis-server.
+    const store = STORE_MODE === 'redis' ? { GATEWAY_STORE: 'redis', REDIS_URL: process.env.GATEWAY_TEST_REDIS_URL! } : {};
     const child = spawn(process.execPath, [`${ROOT}engine/cli/main.ts`, 'serve'], {
       cwd: ROOT,
-      env: { ...process.env, PORT: String(port), GATEWAY_DEMO_API_KEY: 'gw_test_shutdown_key_000000000000', LOG_LEVEL: 'info' },
+      env: { ...process.env, ...store, PORT: String(port), GATEWAY_DEMO_API_KEY: 'gw_test_shutdown_key_000000000000', LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

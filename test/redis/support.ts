@@ -2,10 +2,12 @@
 // child process on Redis, with its own role and port, stopped (or killed) by the test.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/net.ts';
+
+export { freePort };
 
 export const ADMIN = 'mp-admin-token';
 
@@ -45,17 +47,6 @@ limits:
 webhooks: { allow_private_cidrs: ["127.0.0.1/32"], ca_pem: ${JSON.stringify(o.caPem ? [o.caPem] : [])} }
 `);
   return file;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 export interface GatewayProcess {
