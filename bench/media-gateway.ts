@@ -1,5 +1,5 @@
 // The gateway under benchmark (a child process of bench/media.ts and bench/throughput.ts):
-// providers A and D against UPSTREAM_URL, memory store, no limits, quiet logs. GATEWAY_MEDIA_DECODE
+// providers A and D against UPSTREAM_URL, memory store (redis with BENCH_REDIS_URL), no limits, quiet logs. GATEWAY_MEDIA_DECODE
 // (pool | inline) says where large bodies are parsed and their media checked. Over IPC it
 // reports its URL and API key, and measures its own event-loop delay and CPU time on request.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -14,6 +14,7 @@ const others = readdirSync(`${ROOT}vendors`).filter((f) => f.endsWith('.yaml') &
 const up = process.env.UPSTREAM_URL!;
 const config = loadConfigText(`
 server: { host: 127.0.0.1, port: 0 }
+store: ${process.env.BENCH_REDIS_URL ? `{ kind: redis, redis_url: "${process.env.BENCH_REDIS_URL}", key_prefix: bench }` : '{ kind: memory }'}
 sandbox: { enabled: false }
 log: { level: ${process.env.BENCH_LOG_LEVEL ?? 'warn'} }
 timing: { scale: ${process.env.BENCH_TIMING_SCALE ?? 1} }
@@ -82,6 +83,8 @@ process.on('message', (m: { cmd: string }) => {
     })();
   } else if (m.cmd === 'cpu') {
     process.send!({ cmd: 'cpu', cpu: process.cpuUsage() });
+  } else if (m.cmd === 'mem') {
+    process.send!({ cmd: 'mem', rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed });
   } else if (m.cmd === 'stop') {
     void gw.close().then(() => process.exit(0));
   }

@@ -10,6 +10,8 @@ export const BENCHMARKS: ReadonlyArray<{ name: string; file: string; about: stri
   { name: 'media', file: 'media.ts', about: 'small-request latency and event-loop delay during a burst of 20 creates carrying 15 MB Base64 images: media pool vs main thread' },
   { name: 'throughput', file: 'throughput.ts', about: 'asynchronous creates per second on the memory store' },
   { name: 'chat', file: 'chat.ts', about: 'chat proxy overhead against a direct call and a minimal proxy' },
+  { name: 'webhooks', file: 'webhooks.ts', about: 'signed webhook deliveries per second, and the API latency during a delivery burst' },
+  { name: 'store', file: 'store.ts', about: 'creates/s and GET polls/s on the memory store and on Redis, Redis memory per finished task, RSS under steady load' },
 ];
 
 const wanted = process.argv.slice(2);

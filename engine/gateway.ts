@@ -133,7 +133,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   });
   const billing = new BillingService({ store: wallets, clock, lowBalance, spend: limits });
   const idempotency = new IdempotencyService({ store: stores.idempotency, clock });
-  const accounting = new BilledTaskAccounting(billing, limits);
+  const accounting = new BilledTaskAccounting(billing, limits, { tasks, clock, tenantIds: async () => (await tenants.listTenants()).map((t) => t.id) });
   const lifecycle = new TaskLifecycle({ store: tasks, scheduler, bus, clock, accounting, logger, routes, pollErrorLimit: config.timing.poll_error_limit,
     sweepIntervalMs: Math.max(1, Math.round(config.timing.sweep_interval_ms * config.timing.scale)),
     sweepGraceMs: Math.max(1, Math.round(config.timing.sweep_grace_ms * config.timing.scale)),

@@ -138,6 +138,8 @@ export interface WalletStore {
   lowBalance(tenantId: string, input: LowBalanceInput): Promise<LowBalanceDecision>;
   /** Everything about one wallet, for invariant checks and audits. */
   snapshot(tenantId: string): Promise<WalletSnapshot>;
+  /** The holds of a tenant that are still open (for the sweep that releases orphaned ones). */
+  openHolds(tenantId: string): Promise<HoldRecord[]>;
 }
 
 /**

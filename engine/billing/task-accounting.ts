@@ -8,16 +8,27 @@
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
 import type { LimitsService } from '../limits/limits.ts';
 import type { TaskAccounting } from '../tasks/accounting.ts';
+import type { TaskStore } from '../tasks/store.ts';
+import type { Clock } from '../util/clock.ts';
 import type { TaskRecord } from '../tasks/task.ts';
 import type { BillingService } from './wallet.ts';
+
+export interface OrphanCheckDeps {
+  tasks: TaskStore;
+  /** Every tenant id (the sweep looks at each one's open holds). */
+  tenantIds(): Promise<string[]>;
+  clock: Clock;
+}
 
 export class BilledTaskAccounting implements TaskAccounting {
   private readonly billing: BillingService;
   private readonly limits: LimitsService;
+  private readonly orphans: OrphanCheckDeps;
 
-  constructor(billing: BillingService, limits: LimitsService) {
+  constructor(billing: BillingService, limits: LimitsService, orphans: OrphanCheckDeps) {
     this.billing = billing;
     this.limits = limits;
+    this.orphans = orphans;
   }
 
   async reserve(task: TaskRecord, route: AsyncRoutePlan): Promise<number> {
@@ -39,6 +50,20 @@ export class BilledTaskAccounting implements TaskAccounting {
   async complete(task: TaskRecord): Promise<void> {
     await this.billing.settle(task.tenant_id, task.id, task.charge ?? 0, `${task.route}: completed`);
     await this.limits.releaseTask(task.tenant_id, task.id);
+  }
+
+  async releaseOrphans(olderThanMs: number): Promise<number> {
+    const cutoff = this.orphans.clock.now() - olderThanMs;
+    let released = 0;
+    for (const tenantId of await this.orphans.tenantIds()) {
+      for (const hold of await this.billing.openHolds(tenantId)) {
+        if (Date.parse(hold.at) > cutoff || (await this.orphans.tasks.get(hold.ref))) continue;
+        await this.billing.release(tenantId, hold.ref, 'orphaned: the task was never stored');
+        await this.limits.releaseTask(tenantId, hold.ref);
+        released++;
+      }
+    }
+    return released;
   }
 
   async abandon(task: TaskRecord): Promise<void> {

@@ -205,6 +205,11 @@ export class BillingService {
     return this.getWallet(tenantId);
   }
 
+  /** Holds still open, oldest first. */
+  async openHolds(tenantId: string): Promise<HoldRecord[]> {
+    return (await this.store.openHolds(tenantId)).sort((a, b) => a.at.localeCompare(b.at));
+  }
+
   /** Replay the ledger against the cached wallet; `ok` with no violations when consistent. */
   async checkInvariant(tenantId: string): Promise<InvariantReport> {
     return checkLedger(await this.store.snapshot(tenantId));

@@ -4,21 +4,13 @@
 // bytes — in the form forwarded upstream — travel back to the main thread as a transferred
 // ArrayBuffer, so the main thread never holds the media as a string (see blobs.ts).
 import { createHash } from 'node:crypto';
-import { readlinkSync } from 'node:fs';
-import { setPriority } from 'node:os';
 import { Piscina } from 'piscina';
+import { lowerThisThreadPriority } from '../util/thread-priority.ts';
 import { checkMedia, type MediaRule, type MediaVerdict } from './checks.ts';
 import { MEDIA_TOKEN_PREFIX } from './blobs.ts';
 import { parsePointer, resolvePointer } from './pointers.ts';
 
-// On Linux a thread has its own nice value: the pool's threads yield the CPU to the event loop
-// when cores are short, so decoding a burst of uploads delays other requests as little as possible.
-try {
-  const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-  if (Number.isInteger(tid) && tid > 0) setPriority(tid, 10);
-} catch {
-  /* not Linux, or not allowed: the threads keep the default priority */
-}
+lowerThisThreadPriority();
 
 export interface ParseTask {
   bytes: ArrayBuffer;

@@ -13,6 +13,11 @@ export interface TaskAccounting {
   /** Settle `task.charge` and free the task's slot. */
   complete(task: TaskRecord): Promise<void>;
   abandon(task: TaskRecord): Promise<void>;
+  /**
+   * Release holds (and task slots) left by a process that died between reserving and storing
+   * a task: open holds older than `olderThanMs` whose task does not exist. Returns how many.
+   */
+  releaseOrphans(olderThanMs: number): Promise<number>;
 }
 
 export const noAccounting: TaskAccounting = {
@@ -20,4 +25,5 @@ export const noAccounting: TaskAccounting = {
   price: async () => 0,
   complete: async () => {},
   abandon: async () => {},
+  releaseOrphans: async () => 0,
 };

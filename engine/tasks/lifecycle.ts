@@ -45,6 +45,7 @@ const ACTIVE: readonly TaskStatus[] = ['pending', 'processing'];
 
 export class TaskLifecycle {
   private readonly d: LifecycleDeps;
+  private sweeps = 0;
 
   constructor(deps: LifecycleDeps) {
     this.d = deps;
@@ -245,7 +246,8 @@ export class TaskLifecycle {
    */
   async sweep(): Promise<number> {
     const now = this.d.clock.now();
-    let touched = 0;
+    // Holds whose task was never stored (a process killed in between), once per ten sweeps.
+    let touched = this.sweeps++ % 10 === 0 ? await this.d.accounting.releaseOrphans(this.d.sweepGraceMs) : 0;
     for (const task of await this.d.store.listUnsettled(200)) {
       const route = this.d.routes.get(task.route);
       if (await this.settled(task)) {

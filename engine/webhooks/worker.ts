@@ -1,8 +1,10 @@
 // Piscina worker: signs and sends delivery attempts. Node 24 loads this .ts file natively.
 // Its options (user agent, CAs, allow-list) arrive once as workerData; see pool.ts.
 import { workerData } from 'node:worker_threads';
+import { lowerThisThreadPriority } from '../util/thread-priority.ts';
 import { createSender, type SendTask, type SendResult, type SenderOptions } from './sender.ts';
 
+lowerThisThreadPriority();
 const sender = createSender(workerData as SenderOptions);
 
 export default function attempt(task: SendTask): Promise<SendResult> {

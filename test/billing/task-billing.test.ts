@@ -86,6 +86,27 @@ describe('task billing through the gateway', () => {
     expect(await gw.limits.activeTasks(t.id)).to.equal(0);
   });
 
+  it('a hold whose task was never stored (a process died in between) is released by the sweep', async () => {
+    const { tenant: t } = await tenant(100);
+    const orphan = '9b2f0c1e-4a57-4c43-9d5e-000000000001';
+    await gw.limits.acquireTask(t.id, orphan);
+    await gw.billing.hold(t.id, orphan, 34_000);
+    expect((await wallet(t.id)).held).to.equal(34_000);
+    for (const deadline = Date.now() + 5000; (await wallet(t.id)).held !== 0; ) {
+      if (Date.now() > deadline) throw new Error('the orphaned hold was not released');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const mine = (await gw.billing.listLedger(t.id)).entries.filter((e) => e.ref === orphan);
+    expect(mine.map((e) => [e.kind, e.amount, e.note])).to.deep.equal([['release', 34_000, 'orphaned: the task was never stored'], ['hold', 34_000, '']]);
+    expect(await gw.limits.activeTasks(t.id)).to.equal(0);
+    // A hold of a task that exists is left alone, however old.
+    const { tenant: t2, key } = await tenant(100);
+    const created = await call(gw.url, 'POST', IMAGES, { key, body: { prompt: 'x [sandbox:hang]' } });
+    await new Promise((r) => setTimeout(r, 300)); // several sweeps, each past the grace period
+    expect((await gw.tasks.get(created.body.task_info.id))!.status).to.equal('processing');
+    expect((await wallet(t2.id)).held).to.equal(34_000);
+  });
+
   it('the tenant reads its own balance and ledger with its key', async () => {
     const { key } = await tenant(500);
     const created = await call(gw.url, 'POST', IMAGES, { key, body: { prompt: 'a fox' } });

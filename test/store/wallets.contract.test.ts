@@ -395,6 +395,19 @@ forEachBackend('WalletStore contract', (env) => {
       expect(snap.wallet).to.include({ held: 0, balance: credits(10_000) - settled });
     });
 
+    it('lists exactly the holds still open: not settled, released, charged or free ones', async () => {
+      await a.credit(T, 'topup', 'p', 100_000, '', AT);
+      for (const ref of ['o1', 'o2', 's', 'r']) await a.hold(T, ref, 1_000, '', AT);
+      await a.hold(T, 'free', 0, '', AT);
+      await a.settle(T, 's', 500, '', AT);
+      await a.release(T, 'r', '', AT);
+      await a.charge(T, 'c', 700, '', AT);
+      expect((await b.openHolds(T)).map((h) => [h.ref, h.state, h.amount]).sort()).to.deep.equal([['o1', 'open', 1_000], ['o2', 'open', 1_000]]);
+      await b.settle(T, 'o1', 1_000, '', AT);
+      expect((await a.openHolds(T)).map((h) => h.ref)).to.deep.equal(['o2']);
+      expect(await a.openHolds('00000000-0000-4000-8000-0000000000ff')).to.deep.equal([]);
+    });
+
     it('concurrent credits with the same ref from two connections credit once', async () => {
       const rs = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).credit(T, 'topup', 'pay_x', 500, '', AT)));
       expect(rs.filter((x) => x.status === 'credited')).to.have.length(1);
@@ -405,10 +418,10 @@ forEachBackend('WalletStore contract', (env) => {
 
   if (env.isRedis) {
     describe('redis specifics', () => {
-      it('keeps a tenant wallet in four keys under the tenant hash tag', async () => {
+      it('keeps a tenant wallet in five keys under the tenant hash tag', async () => {
         await a.credit(T, 'topup', 'p', 10_000, '', AT);
         await a.hold(T, 'h', 1_000, '', AT);
-        expect(await keysUnder(env.a, prefix)).to.deep.equal(['credits', 'holds', 'ledger', 'wallet'].map((k) => `${prefix}{t:${T}}:${k}`));
+        expect(await keysUnder(env.a, prefix)).to.deep.equal(['credits', 'holds', 'ledger', 'open', 'wallet'].map((k) => `${prefix}{t:${T}}:${k}`));
       });
 
       it('agrees with the memory adapter on 400 random operations (differential)', async () => {

@@ -23,6 +23,8 @@ interface WalletState {
   wallet: WalletRecord;
   entries: LedgerEntry[];
   holds: Map<string, HoldRecord>;
+  /** Refs of the holds still open (amount > 0). */
+  open: Set<string>;
   /** `${kind}:${ref}` -> the credit entry, for idempotent top-ups and adjustments. */
   credits: Map<string, LedgerEntry>;
 }
@@ -52,6 +54,7 @@ export class MemoryWalletStore implements WalletStore {
     this.append(s, 'hold', amount, ref, note, at);
     const hold: HoldRecord = { ref, amount, state: 'open', settled: 0, released: 0, at, charge: false };
     s.holds.set(ref, hold);
+    if (amount > 0) s.open.add(ref);
     s.wallet.held += amount;
     return { status: 'held', hold: { ...hold }, wallet: { ...s.wallet } };
   }
@@ -99,6 +102,11 @@ export class MemoryWalletStore implements WalletStore {
     return decision;
   }
 
+  async openHolds(tenantId: string): Promise<HoldRecord[]> {
+    const s = this.wallets.get(tenantId);
+    return s ? [...s.open].map((ref) => ({ ...s.holds.get(ref)! })) : [];
+  }
+
   async snapshot(tenantId: string): Promise<WalletSnapshot> {
     const s = this.state(tenantId);
     return {
@@ -123,6 +131,7 @@ export class MemoryWalletStore implements WalletStore {
     if (actual !== null) this.append(s, 'settle', settled, ref, note, at);
     if (actual === null || released > 0) this.append(s, 'release', released, ref, note, at);
     hold.state = actual === null ? 'released' : 'settled';
+    s.open.delete(ref);
     hold.settled = settled;
     hold.released = released;
     s.wallet.held -= hold.amount;
@@ -144,6 +153,7 @@ export class MemoryWalletStore implements WalletStore {
         wallet: { tenantId, balance: 0, held: 0, threshold: null, alertState: 'NORMAL', lastAlertAt: null, seq: 0 },
         entries: [],
         holds: new Map(),
+        open: new Set(),
         credits: new Map(),
       };
       this.wallets.set(tenantId, s);

@@ -68,7 +68,7 @@ wsave(KEYS[1], w)
 return result('credited', num(s) .. '\\n' .. e, w)
 `);
 
-// KEYS: wallet, ledger, holds. ARGV: ref, amount, note, at, entry id.
+// KEYS: wallet, ledger, holds, open (the set of open hold refs). ARGV: ref, amount, note, at, entry id.
 const HOLD = wlua(`
 local w = wget(KEYS[1])
 local ex = redis.call('HGET', KEYS[3], ARGV[1])
@@ -78,12 +78,13 @@ if amount > 0 and amount > w.b - w.h then return result('insufficient', '', w) e
 local seq = append(KEYS[2], w, ARGV[5], ARGV[4], 'hold', amount, ARGV[1], ARGV[3])
 local h = { state = 'open', amount = amount, settled = 0, released = 0, charge = '0', seq = seq, at = ARGV[4] }
 redis.call('HSET', KEYS[3], ARGV[1], hold_str(h))
+if amount > 0 then redis.call('SADD', KEYS[4], ARGV[1]) end
 w.h = w.h + amount
 wsave(KEYS[1], w)
 return result('held', hold_str(h), w)
 `);
 
-// KEYS: wallet, ledger, holds. ARGV: ref, actual ('' = release everything), note, at, id1, id2.
+// KEYS: wallet, ledger, holds, open. ARGV: ref, actual ('' = release everything), note, at, id1, id2.
 const CLOSE = wlua(`
 local w = wget(KEYS[1])
 local ex = redis.call('HGET', KEYS[3], ARGV[1])
@@ -108,6 +109,7 @@ if settle then h.state = 'settled' else h.state = 'released' end
 h.settled = settled
 h.released = released
 redis.call('HSET', KEYS[3], ARGV[1], hold_str(h))
+redis.call('SREM', KEYS[4], ARGV[1])
 w.h = w.h - h.amount
 w.b = w.b - settled
 wsave(KEYS[1], w)
@@ -239,6 +241,13 @@ export class RedisWalletStore implements WalletStore {
     return { alert: alert === 1, state: state as AlertState, recovered: recovered === 1, available: Number(available), threshold: Number(threshold) };
   }
 
+  async openHolds(tenantId: string): Promise<HoldRecord[]> {
+    const refs = await this.client.smembers(this.k(tenantId, 'open'));
+    if (!refs.length) return [];
+    const values = await this.client.hmget(this.k(tenantId, 'holds'), ...refs);
+    return refs.flatMap((ref, i) => (values[i] ? [toHold(ref, values[i]!).hold] : [])).filter((h) => h.state === 'open');
+  }
+
   async snapshot(tenantId: string): Promise<WalletSnapshot> {
     const [w, entries, holds] = (await SNAPSHOT.run(this.client, this.walletKeys(tenantId, 'holds'), [])) as [string[], string[], string[]];
     const hs: { seq: number; hold: HoldRecord }[] = [];
@@ -264,7 +273,9 @@ export class RedisWalletStore implements WalletStore {
   }
 
   private walletKeys(tenantId: string, third: 'holds' | 'credits'): string[] {
-    return [this.k(tenantId, 'wallet'), this.k(tenantId, 'ledger'), this.k(tenantId, third)];
+    const keys = [this.k(tenantId, 'wallet'), this.k(tenantId, 'ledger'), this.k(tenantId, third)];
+    if (third === 'holds') keys.push(this.k(tenantId, 'open'));
+    return keys;
   }
 
   private k(tenantId: string, name: string): string {
