@@ -7,6 +7,7 @@ import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadConfigText } from '../engine/config/load-config.ts';
 import { startGateway } from '../engine/gateway.ts';
+import { NO_LIMITS } from '../test/helpers/gateway.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const keep = ['provider_a.yaml', 'provider_d.yaml'];
@@ -19,13 +20,7 @@ sandbox: { enabled: false }
 log: { level: ${process.env.BENCH_LOG_LEVEL ?? 'warn'} }
 timing: { scale: ${process.env.BENCH_TIMING_SCALE ?? 1} }
 vendors: { dir: vendors, disabled: ${JSON.stringify(others)} }
-limits:
-  rate:
-    key: { per_second: null, per_minute: null, per_day: null }
-    tenant: { per_second: null, per_minute: null, per_day: null }
-    model: { per_second: null, per_minute: null, per_day: null }
-  concurrent_tasks: null
-  daily_spend_credits: null
+${NO_LIMITS}
 upstreams:
   provider_a: { base_url: "${up}", credentials: { api_key: bench }, timeout_ms: 120000 }
   provider_d: { base_url: "${up}", credentials: { api_key: bench } }

@@ -17,13 +17,12 @@
 //      BENCH_PROF=1 (CPU profiles of the gateway in /tmp/prof), BENCH_GATEWAY_ARGS (node flags),
 //      BENCH_DEBUG=1 (the slowest small requests, and how long they took to reach the gateway),
 //      BENCH_SEND_TO_STUB=1 (send the burst to the stub instead: the host's network alone).
-import { fork, type ChildProcess } from 'node:child_process';
-import { loadavg, setPriority } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { ask, child, pct, stop } from './support.ts';
 
-const HERE = fileURLToPath(new URL('./', import.meta.url));
 const SMALL_RPS = Number(process.env.BENCH_SMALL_RPS ?? 200);
 const TARGET_ELD_P99_MS = 10;
 // The upload client and the upstream stand for machines elsewhere; on this host they run at a
@@ -42,48 +41,12 @@ interface Result {
   load: number;
 }
 
-function child(file: string, env: Record<string, string>, execArgv: string[] = [], nice = 0): Promise<{ proc: ChildProcess; msg: any }> {
-  const proc = fork(`${HERE}${file}`, { execArgv, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  if (nice) {
-    try {
-      setPriority(proc.pid!, nice);
-    } catch {
-      /* not allowed: the peers keep their priority */
-    }
-  }
-  return new Promise((resolve, reject) => {
-    proc.once('error', reject);
-    proc.once('message', (msg) => resolve({ proc, msg }));
-  });
-}
-
-function ask<T>(proc: ChildProcess, msg: Record<string, unknown>, reply: string): Promise<T> {
-  return new Promise((resolve) => {
-    const on = (m: { cmd: string }) => {
-      if (m.cmd !== reply) return;
-      proc.off('message', on);
-      resolve(m as T);
-    };
-    proc.on('message', on);
-    proc.send(msg);
-  });
-}
-
-const pct = (xs: number[], p: number) => {
-  if (!xs.length) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
-};
 const r2 = (x: number) => Math.round(x * 100) / 100;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const stop = (p: ChildProcess) => new Promise((r) => {
-  p.once('exit', r);
-  p.send({ cmd: 'stop' });
-});
 
 async function runMode(mode: string, sender: ChildProcess): Promise<Result> {
-  const stub = await child('stub-upstream.ts', {}, [], PEER_NICE);
-  const gw = await child('media-gateway.ts', { UPSTREAM_URL: stub.msg.url, GATEWAY_MEDIA_DECODE: mode }, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), ...(process.env.BENCH_GATEWAY_ARGS?.split(' ').filter(Boolean) ?? [])]);
+  const stub = await child('stub-upstream.ts', {}, { nice: PEER_NICE });
+  const gw = await child('media-gateway.ts', { UPSTREAM_URL: stub.msg.url, GATEWAY_MEDIA_DECODE: mode }, { execArgv: [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), ...(process.env.BENCH_GATEWAY_ARGS?.split(' ').filter(Boolean) ?? [])] });
   const { url, key } = gw.msg as { url: string; key: string };
   const small = new Pool(url, { connections: 32, keepAliveTimeout: 60_000 });
   const smallBody = Buffer.from(JSON.stringify({ prompt: 'a red fox in the snow', n: 1 }));
@@ -152,7 +115,7 @@ async function runMode(mode: string, sender: ChildProcess): Promise<Result> {
   };
 }
 
-const sender = await child('media-sender.ts', {}, [], PEER_NICE);
+const sender = await child('media-sender.ts', {}, { nice: PEER_NICE });
 console.log(`${(sender.msg.total / 2 ** 20).toFixed(0)} MiB of bodies prepared; load average ${loadavg().map(r2).join(' ')}`);
 const results: Result[] = [];
 for (const mode of (process.env.BENCH_MODES ?? 'pool,inline').split(',')) {

@@ -9,43 +9,19 @@
 //      (60; set 1800 for the 30-minute figure), RSS sampled every 5 s.
 // Targets: >= 2,000 creates/s on Redis (>= 5,000 on memory); <= 2 KB of Redis per finished task;
 // RSS flat under steady load.
-import { fork, type ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { ask, child, stop } from './support.ts';
 import { RedisTaskStore } from '../engine/store/redis/index.ts';
 import type { TaskRecord } from '../engine/tasks/task.ts';
 import { startRedis } from '../test/helpers/redis.ts';
 
-const HERE = fileURLToPath(new URL('./', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const TASKS = Number(process.env.BENCH_TASKS ?? 100_000);
 const STEADY = Number(process.env.BENCH_STEADY_SECONDS ?? 60);
 const RATE = Number(process.env.BENCH_RATE ?? 300);
 const D = '/vendors/provider_d/v1/model_d/generation';
 
-function child(file: string, env: Record<string, string> = {}): Promise<{ proc: ChildProcess; msg: any }> {
-  const proc = fork(`${HERE}${file}`, { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  return new Promise((resolve, reject) => {
-    proc.once('error', reject);
-    proc.once('message', (msg) => resolve({ proc, msg }));
-  });
-}
-function ask<T>(proc: ChildProcess, msg: Record<string, unknown>, reply: string): Promise<T> {
-  return new Promise((resolve) => {
-    const on = (m: { cmd: string }) => {
-      if (m.cmd !== reply) return;
-      proc.off('message', on);
-      resolve(m as T);
-    };
-    proc.on('message', on);
-    proc.send(msg);
-  });
-}
-const stop = (p: ChildProcess) => new Promise((r) => {
-  p.once('exit', r);
-  p.send({ cmd: 'stop' });
-});
 
 async function closedLoop(seconds: number, connections: number, one: (i: number) => Promise<boolean>): Promise<{ ok: number; errors: number; perSecond: number }> {
   let ok = 0;

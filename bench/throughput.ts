@@ -14,37 +14,18 @@
 // Target: at least 5,000 creates per second on this 2-core machine.
 // Env: BENCH_SECONDS (5), BENCH_WARMUP_SECONDS (2), BENCH_CONNECTIONS (64), BENCH_TIMING_SCALE (1),
 //      BENCH_PROF=1 (CPU profile of the gateway in /tmp/tprof).
-import { fork, spawnSync, type ChildProcess } from 'node:child_process';
-import { loadavg, setPriority } from 'node:os';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { child, stop } from './support.ts';
 
-const HERE = fileURLToPath(new URL('./', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const TARGET = 5000;
 const D = '/vendors/provider_d/v1/model_d/generation';
 
-function child(file: string, env: Record<string, string>, nice = 0, execArgv: string[] = []): Promise<{ proc: ChildProcess; msg: any }> {
-  const proc = fork(`${HERE}${file}`, { execArgv, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  if (nice) {
-    try {
-      setPriority(proc.pid!, nice);
-    } catch {
-      /* keep the default priority */
-    }
-  }
-  return new Promise((resolve, reject) => {
-    proc.once('error', reject);
-    proc.once('message', (msg) => resolve({ proc, msg }));
-  });
-}
-const stop = (p: ChildProcess) => new Promise((r) => {
-  p.once('exit', r);
-  p.send({ cmd: 'stop' });
-});
 const cpuOf = (p: ChildProcess) => new Promise<number>((resolve) => {
   p.once('message', (m: { cpu: NodeJS.CpuUsage }) => resolve(m.cpu.user + m.cpu.system));
   p.send({ cmd: 'cpu' });
@@ -54,8 +35,8 @@ const cpuOf = (p: ChildProcess) => new Promise<number>((resolve) => {
 const pin = (pid: number, core: number) => {
   if (process.env.BENCH_PIN) spawnSync('taskset', ['-a', '-p', '-c', String(core), String(pid)], { stdio: 'ignore' });
 };
-const stub = await child('stub-upstream.ts', {}, 10);
-const gw = await child('media-gateway.ts', { UPSTREAM_URL: stub.msg.url, BENCH_TIMING_SCALE: process.env.BENCH_TIMING_SCALE ?? '1' }, 0, process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/tprof'] : []);
+const stub = await child('stub-upstream.ts', {}, { nice: 10 });
+const gw = await child('media-gateway.ts', { UPSTREAM_URL: stub.msg.url, BENCH_TIMING_SCALE: process.env.BENCH_TIMING_SCALE ?? '1' }, { execArgv: process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/tprof'] : [] });
 const { url, key } = gw.msg as { url: string; key: string };
 pin(gw.proc.pid!, 0);
 pin(stub.proc.pid!, 1);

@@ -7,38 +7,14 @@
 // 5 endpoints (one delivery each: signed and sent by the Piscina pool over HTTPS) while the same
 // API load runs; deliveries per second are counted at the receiver (distinct delivery ids).
 // Targets: >= 2,000 signed deliveries/s; the API's p99 during the burst within +20% of idle.
-import { fork, type ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { ask, child, pct } from './support.ts';
 
-const HERE = fileURLToPath(new URL('./', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 4000);
 const ENDPOINTS = 5;
 
-function child(file: string, env: Record<string, string> = {}): Promise<{ proc: ChildProcess; msg: any }> {
-  const proc = fork(`${HERE}${file}`, { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  return new Promise((resolve, reject) => {
-    proc.once('error', reject);
-    proc.once('message', (msg) => resolve({ proc, msg }));
-  });
-}
-function ask<T>(proc: ChildProcess, msg: Record<string, unknown>, reply: string): Promise<T> {
-  return new Promise((resolve) => {
-    const on = (m: { cmd: string }) => {
-      if (m.cmd !== reply) return;
-      proc.off('message', on);
-      resolve(m as T);
-    };
-    proc.on('message', on);
-    proc.send(msg);
-  });
-}
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-};
 
 /** Closed-loop GETs on `connections` connections until `until()` is true; latencies in ms. */
 async function apiLoad(pool: Pool, key: string, until: () => boolean): Promise<number[]> {

@@ -15,6 +15,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { compileExpr, type CompiledExpr } from '../descriptors/expr.ts';
+import { fillFixture, fixtureVars } from './fixtures.ts';
 import type { LoadedVendor } from '../descriptors/load-descriptors.ts';
 import { ChatSimulator } from './chat-simulator.ts';
 import type { Clock } from '../util/clock.ts';
@@ -164,21 +165,7 @@ export class SandboxSimulator {
   }
 
   private fill(fixture: unknown, id: string, prompt: string, extra: Record<string, string> = {}): unknown {
-    const now = this.opts.clock.now();
-    const vars: Record<string, string | number> = {
-      upstream_task_id: id, prompt, now_ms: now, now_s: Math.floor(now / 1000), now_iso: new Date(now).toISOString(), files_url: `${this.baseUrl}/_files`, ...extra,
-    };
-    const walk = (v: unknown): unknown => {
-      if (typeof v === 'string') {
-        const whole = /^\{\{(\w+)\}\}$/.exec(v);
-        if (whole && whole[1]! in vars) return vars[whole[1]!];
-        return v.replace(/\{\{(\w+)\}\}/g, (m, k: string) => (k in vars ? String(vars[k]) : m));
-      }
-      if (Array.isArray(v)) return v.map(walk);
-      if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
-      return v;
-    };
-    return walk(fixture);
+    return fillFixture(fixture, fixtureVars(id, prompt, this.opts.clock.now(), `${this.baseUrl}/_files`, extra));
   }
 }
 

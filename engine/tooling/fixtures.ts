@@ -1,6 +1,8 @@
 // Fixtures are upstream answers with {{placeholders}} that the sandbox fills in
 // (engine/sandbox/simulator.ts). The tools fill them with sample values the same way, so a
 // mapping is tried on what the sandbox will really serve.
+import { fillFixture as fillTemplate, fixtureVars } from '../sandbox/fixtures.ts';
+
 export const FIXTURE_VARS = ['upstream_task_id', 'prompt', 'now_ms', 'now_s', 'now_iso', 'files_url'] as const;
 
 /** Fixtures that are not poll answers: the submit answer, and the refusal `sandbox.reject` plays. */
@@ -17,29 +19,11 @@ export const POLL_FIXTURE_STATES: Readonly<Record<string, 'pending' | 'processin
 };
 
 export function sampleVars(prompt = 'a sample prompt'): Record<string, string | number> {
-  const now = Date.UTC(2025, 0, 1);
-  return {
-    upstream_task_id: 'sbxSampleTask0001',
-    prompt,
-    now_ms: now,
-    now_s: Math.floor(now / 1000),
-    now_iso: new Date(now).toISOString(),
-    files_url: 'http://127.0.0.1:9/_files',
-  };
+  return fixtureVars('sbxSampleTask0001', prompt, Date.UTC(2025, 0, 1), 'http://127.0.0.1:9/_files');
 }
 
 export function fillFixture(fixture: unknown, vars: Record<string, string | number> = sampleVars()): unknown {
-  const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') {
-      const whole = /^\{\{(\w+)\}\}$/.exec(v);
-      if (whole && whole[1]! in vars) return vars[whole[1]!];
-      return v.replace(/\{\{(\w+)\}\}/g, (m, k: string) => (k in vars ? String(vars[k]) : m));
-    }
-    if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
-    return v;
-  };
-  return walk(fixture);
+  return fillTemplate(fixture, vars);
 }
 
 /** Placeholders a fixture uses that the sandbox does not fill. */

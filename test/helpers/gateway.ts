@@ -21,7 +21,7 @@ function storeYaml(): string {
 export const STORE_MODE = process.env.GATEWAY_TEST_STORE === 'redis' ? 'redis' : 'memory';
 
 /** Tests that are not about limits poll fast; lift the rate limits unless a test sets its own. */
-const NO_LIMITS = `limits:
+export const NO_LIMITS = `limits:
   rate:
     key: { per_second: null, per_minute: null, per_day: null }
     tenant: { per_second: null, per_minute: null, per_day: null }

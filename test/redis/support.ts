@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT } from '../helpers/gateway.ts';
+import { NO_LIMITS, ROOT } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/net.ts';
 
 export { freePort };
@@ -37,13 +37,7 @@ vendors: { dir: ${JSON.stringify(join(ROOT, 'vendors'))}, disabled: ${JSON.strin
 upstreams:
   provider_b: { base_url: "${o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }
   provider_a: { base_url: "${o.modelAUrl ?? o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }
-limits:
-  rate:
-    key: { per_second: null, per_minute: null, per_day: null }
-    tenant: { per_second: null, per_minute: null, per_day: null }
-    model: { per_second: null, per_minute: null, per_day: null }
-  concurrent_tasks: null
-  daily_spend_credits: null
+${NO_LIMITS}
 webhooks: { allow_private_cidrs: ["127.0.0.1/32"], ca_pem: ${JSON.stringify(o.caPem ? [o.caPem] : [])} }
 `);
   return file;

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeUpstream, json, type Seen } from '../helpers/upstream.ts';
 import { ROOT } from '../helpers/gateway.ts';
+import { fillFixture, fixtureVars } from '../../engine/sandbox/fixtures.ts';
 
 export const FILES = 'https://files.example.com';
 
@@ -17,23 +18,10 @@ export function loadFixtures(vendor: string, routeId: string): Map<string, unkno
 }
 
 /** Fixture text with its placeholders filled, as the sandbox does. */
-export function fill(fixture: unknown, vars: Record<string, string | number>): unknown {
-  const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') {
-      const whole = /^\{\{(\w+)\}\}$/.exec(v);
-      if (whole && whole[1]! in vars) return vars[whole[1]!];
-      return v.replace(/\{\{(\w+)\}\}/g, (m, k: string) => (k in vars ? String(vars[k]) : m));
-    }
-    if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
-    return v;
-  };
-  return walk(fixture);
-}
+export const fill = fillFixture;
 
 export function vars(upstreamId: string, extra: Record<string, string> = {}): Record<string, string | number> {
-  const now = Date.now();
-  return { upstream_task_id: upstreamId, files_url: FILES, prompt: '', now_ms: now, now_s: Math.floor(now / 1000), now_iso: new Date(now).toISOString(), ...extra };
+  return fixtureVars(upstreamId, '', Date.now(), FILES, extra);
 }
 
 interface UpTask {

@@ -4,19 +4,8 @@ import { expect } from 'chai';
 import type { Gateway } from '../../engine/gateway.ts';
 import { call, newTenant, startTestGateway, type CallResult, type TestGatewayOptions } from '../helpers/gateway.ts';
 
-/** Table tests send hundreds of requests: no rate, concurrency or spend limits. */
-export const NO_LIMITS = `
-limits:
-  rate:
-    key: { per_second: null, per_minute: null, per_day: null }
-    tenant: { per_second: null, per_minute: null, per_day: null }
-    model: { per_second: null, per_minute: null, per_day: null }
-  concurrent_tasks: null
-  daily_spend_credits: null
-`;
-
 export async function vendorGateway(o: TestGatewayOptions = {}): Promise<{ gw: Gateway; key: string }> {
-  const gw = await startTestGateway({ yaml: NO_LIMITS, ...o });
+  const gw = await startTestGateway(o); // test gateways have no rate, concurrency or spend limits
   const { key } = await newTenant(gw, { credits: 100_000_000 });
   return { gw, key };
 }

@@ -7,7 +7,7 @@ import { jwtVerify } from 'jose';
 import type { Gateway } from '../../engine/gateway.ts';
 import { mediaBlobs } from '../../engine/media/blobs.ts';
 import { call, newTenant, startTestGateway, waitForTask } from '../helpers/gateway.ts';
-import { b64, dataUri, NO_LIMITS } from './support.ts';
+import { b64, dataUri } from './support.ts';
 import { FILES, FixtureUpstream, vendorsDirWith } from './fixture-upstream.ts';
 
 const A = '/vendors/provider_a/v1/model_a/generation';
@@ -42,7 +42,6 @@ describe('vendor contracts against a real upstream serving the fixtures', functi
       .start();
     gw = await startTestGateway({
       sandbox: false,
-      yaml: NO_LIMITS,
       vendorsDir: vendorsDirWith(['provider_a', 'provider_d', 'provider_e', 'provider_f']),
       upstreams: {
         provider_a: { base_url: `${up.url}/a`, credentials: { api_key: 'key-a' } },
