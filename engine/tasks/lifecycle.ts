@@ -2,7 +2,9 @@
 //   create: reserve credits → store task_info (pending) → task.created → submit job → 202
 //   submit job: build the upstream body (descriptor mapping) → POST → remember the upstream id
 //   poll job:   GET the upstream task → map its status → processing / completed / failed
-//   deadline job: a task not finished by the route's max_execution_ms fails with 4008
+//   safety net: a task not finished by the route's max_execution_ms fails with 4008 — checked at
+//   every poll, and by the sweep for a task whose timers were lost (no job per task for it:
+//   one job less per create)
 // Every transition is a compare-and-set on the status (TaskStore.transition), so a late or
 // duplicate poll answer never moves a finished task and settle/release happen once.
 import { createHash } from 'node:crypto';
@@ -42,10 +44,12 @@ export interface LifecycleDeps {
 }
 
 const ACTIVE: readonly TaskStatus[] = ['pending', 'processing'];
+const SWEEP_PAGE = 200;
 
 export class TaskLifecycle {
   private readonly d: LifecycleDeps;
   private sweeps = 0;
+  private sweepAfter: string | undefined;
 
   constructor(deps: LifecycleDeps) {
     this.d = deps;
@@ -55,7 +59,7 @@ export class TaskLifecycle {
   startWorkers(): void {
     this.d.scheduler.handle(JOBS.submit, (p) => this.submit(String(p.id)));
     this.d.scheduler.handle(JOBS.poll, (p) => this.poll(String(p.id), Number(p.n ?? 0)));
-    this.d.scheduler.handle(JOBS.deadline, (p) => this.deadline(String(p.id)));
+    this.d.scheduler.handle(JOBS.deadline, (p) => this.deadline(String(p.id))); // jobs of earlier versions
     this.d.scheduler.handle(JOBS.sweep, async (p) => {
       await this.sweep();
       await this.scheduleSweep(Number(p.n ?? 0) + 1);
@@ -95,7 +99,6 @@ export class TaskLifecycle {
     }
     await this.d.bus.emit(tenantId, 'task.created', eventData(task, { task_info: taskInfo(task) }), { id: eventId(task.id, 'task.created') });
     await this.d.scheduler.schedule(JOBS.submit, task.id, { id: task.id }, 0);
-    await this.d.scheduler.schedule(JOBS.deadline, task.id, { id: task.id }, route.maxExecutionMs);
     return task;
   }
 
@@ -248,7 +251,10 @@ export class TaskLifecycle {
     const now = this.d.clock.now();
     // Holds whose task was never stored (a process killed in between), once per ten sweeps.
     let touched = this.sweeps++ % 10 === 0 ? await this.d.accounting.releaseOrphans(this.d.sweepGraceMs) : 0;
-    for (const task of await this.d.store.listUnsettled(200)) {
+    // A page of unsettled tasks per sweep, cycling through all of them over successive sweeps.
+    const page = await this.d.store.listUnsettled(SWEEP_PAGE, this.sweepAfter);
+    this.sweepAfter = page.length === SWEEP_PAGE ? page.at(-1)!.id : undefined;
+    for (const task of page) {
       const route = this.d.routes.get(task.route);
       if (await this.settled(task)) {
         touched++;

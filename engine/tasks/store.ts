@@ -13,7 +13,9 @@ export interface TaskStore {
   transition(id: string, from: readonly TaskStatus[], patch: Partial<TaskRecord>): Promise<TaskRecord | undefined>;
   /**
    * Up to `limit` tasks that are not settled yet: active (pending, processing) or terminal with
-   * `finalized: false`. A task leaves this set when it is finalized. Oldest first.
+   * `finalized: false`. A task leaves this set when it is finalized. Oldest first; with `after`
+   * (the id of the last task of a previous page, still unsettled) the page after it, else from
+   * the start.
    */
-  listUnsettled(limit: number): Promise<TaskRecord[]>;
+  listUnsettled(limit: number, after?: string): Promise<TaskRecord[]>;
 }

@@ -152,6 +152,10 @@ forEachBackend('TaskStore contract', (env) => {
     await b.transition('t1', ['pending'], { status: 'failed', finalized: false });
     expect((await a.listUnsettled(10)).map((t) => t.id)).to.deep.equal(['t1', 't4', 't5']);
     expect(await a.listUnsettled(0)).to.deep.equal([]);
+    // Pages: after the id of a page's last task comes the next page; an unknown id starts over.
+    expect((await b.listUnsettled(2, 't1')).map((t) => t.id)).to.deep.equal(['t4', 't5']);
+    expect((await b.listUnsettled(2, 't5')).map((t) => t.id)).to.deep.equal([]);
+    expect((await b.listUnsettled(2, 'gone')).map((t) => t.id)).to.deep.equal(['t1', 't4']);
   });
 
   it('lists a full page of unsettled tasks even when many settled ones come first', async () => {

@@ -30,10 +30,15 @@ export class MemoryTaskStore implements TaskStore {
     return next;
   }
 
-  async listUnsettled(limit: number): Promise<TaskRecord[]> {
+  async listUnsettled(limit: number, after?: string): Promise<TaskRecord[]> {
     const out: TaskRecord[] = [];
+    let skipping = after !== undefined && this.unsettled.has(after);
     for (const id of this.unsettled) {
       if (out.length >= limit) break;
+      if (skipping) {
+        skipping = id !== after;
+        continue;
+      }
       out.push(this.tasks.get(id)!);
     }
     return out;

@@ -85,11 +85,12 @@ export class RedisTaskStore implements TaskStore {
     return task;
   }
 
-  async listUnsettled(limit: number): Promise<TaskRecord[]> {
+  async listUnsettled(limit: number, afterId?: string): Promise<TaskRecord[]> {
     const out: TaskRecord[] = [];
     const index = this.index();
     const batch = Math.max(limit, 16);
-    let after = '-inf';
+    const from = afterId === undefined ? null : await this.client.zscore(index, afterId);
+    let after = from === null ? '-inf' : `(${from}`;
     while (out.length < limit) {
       const rows = await this.client.zrangebyscore(index, after, '+inf', 'WITHSCORES', 'LIMIT', 0, batch);
       if (rows.length === 0) break;
