@@ -55,12 +55,16 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
       close: () => scheduler.close(),
     };
   }
-  const client = new Redis(config.store.redis_url, { lazyConnect: true, maxRetriesPerRequest: 3 });
+  // Commands issued in the same tick share one write (auto-pipelining): a create makes about ten
+  // store calls. rate-limiter-flexible gets a connection of its own: it does not work with it.
+  const client = new Redis(config.store.redis_url, { lazyConnect: true, maxRetriesPerRequest: 3, enableAutoPipelining: true });
+  const limiterClient = new Redis(config.store.redis_url, { lazyConnect: true, maxRetriesPerRequest: 3 });
   try {
-    await client.connect();
+    await Promise.all([client.connect(), limiterClient.connect()]);
     await client.ping();
   } catch (err) {
     client.disconnect();
+    limiterClient.disconnect();
     throw new Error(`cannot reach Redis at ${redactUrl(config.store.redis_url)}: ${(err as Error).message}`);
   }
   const o = { client, prefix: `${config.store.key_prefix}:` };
@@ -79,11 +83,11 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
     idempotency: new RedisIdempotencyStore(o),
     webhooks: new RedisWebhookStore(o),
     media: new RedisMediaStore(o),
-    rateLimiterFactory: redisRateLimiterFactory(client, o.prefix),
+    rateLimiterFactory: redisRateLimiterFactory(limiterClient, o.prefix),
     scheduler,
     close: async () => {
       await scheduler.close();
-      await client.quit().catch(() => client.disconnect());
+      await Promise.all([client, limiterClient].map((c) => c.quit().catch(() => c.disconnect())));
     },
   };
 }
