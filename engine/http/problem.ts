@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { isoNow, systemClock } from '../util/clock.ts';
+import { newUuid } from '../util/ids.ts';
 
 export const PROBLEM_TYPE_BASE = 'https://model-gateway.dev/docs/errors';
 
@@ -31,14 +32,15 @@ export function sendProblem(res: Response, err: GatewayError): void {
 
 /**
  * Video model A answers a validation failure with a task_info-shaped body instead (status
- * `failed`, `error` {code, title, detail}). No task exists, so `id` is null; the problem's
- * `errors` list rides along for the pointers.
+ * `failed`, `error` {code, title, detail}). `id` is a fresh UUID naming this refused request, so
+ * the body has the documented shape; no task exists under it (a GET of it answers 404). The
+ * problem's `errors` list rides along for the pointers.
  */
 export function sendTaskInfoValidationError(res: Response, err: GatewayError): void {
   const now = isoNow(systemClock);
   const trace = res.locals.trace as { traceId: string } | undefined;
   res.status(err.status).json({
-    task_info: { id: null, status: 'failed', created_at: now, updated_at: now, error: err.toTaskError() },
+    task_info: { id: newUuid(), status: 'failed', created_at: now, updated_at: now, error: err.toTaskError() },
     error: { title: err.title, error_code: err.code, detail: err.detail },
     ...(err.errors.length ? { errors: err.errors } : {}),
     ...(trace ? { trace_id: trace.traceId } : {}),

@@ -88,6 +88,7 @@ export function runTable(title: string, ctx: () => { gw: Gateway; key: string },
         expect(err.shape).to.equal(shape);
         if (shape === 'task_info') {
           expect(r.body.task_info.status).to.equal('failed');
+          expect(r.body.task_info.id).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
           expect(r.body.task_info.error.title).to.be.a('string').and.not.empty;
           expect(r.body.task_info.error.detail).to.be.a('string').and.not.empty;
         } else {
