@@ -7,8 +7,12 @@ export const ADMIN_USAGE = `
   key create --tenant TENANT_ID [--scopes '*'|vendor:create,...] [--mode live|test] [--ttl SECONDS] [--name NAME]
   key list --tenant TENANT_ID
   key revoke KEY_ID
-  wallet topup --tenant TENANT_ID --credits 100.00
+  wallet topup --tenant TENANT_ID --credits 100.00 [--ref PAYMENT_ID]
   wallet show --tenant TENANT_ID
+  wallet ledger --tenant TENANT_ID [--limit 50]
+  wallet threshold --tenant TENANT_ID --credits 500.00|default
+  limits show --tenant TENANT_ID
+  limits set --tenant TENANT_ID --json '{"concurrent_tasks": 50, "rate": {"key": {"per_second": 100}}}'
   (operator commands call the admin API: GATEWAY_URL, default http://127.0.0.1:$PORT or :8080,
    authenticated with GATEWAY_ADMIN_TOKEN)`;
 
@@ -19,6 +23,7 @@ export async function adminCommand(noun: string, args: string[]): Promise<number
     options: {
       name: { type: 'string' }, tenant: { type: 'string' }, scopes: { type: 'string' }, mode: { type: 'string' },
       ttl: { type: 'string' }, credits: { type: 'string' }, 'requires-live': { type: 'boolean' }, url: { type: 'string' },
+      ref: { type: 'string' }, limit: { type: 'string' }, json: { type: 'string' },
     },
   });
   const verb = positionals[0];
@@ -65,7 +70,30 @@ export async function adminCommand(noun: string, args: string[]): Promise<number
       case 'wallet topup':
         method = 'POST';
         path = `/tenants/${need(values.tenant, 'tenant')}/wallet/topups`;
-        body = { credits: need(values.credits, 'credits') };
+        body = { credits: need(values.credits, 'credits'), ...(values.ref ? { ref: values.ref } : {}) };
+        break;
+      case 'wallet ledger':
+        path = `/tenants/${need(values.tenant, 'tenant')}/wallet/ledger?limit=${encodeURIComponent(values.limit ?? '50')}`;
+        break;
+      case 'wallet threshold': {
+        method = 'PUT';
+        path = `/tenants/${need(values.tenant, 'tenant')}/wallet/threshold`;
+        const credits = need(values.credits, 'credits');
+        body = { credits: credits === 'default' ? null : credits };
+        break;
+      }
+      case 'limits show':
+        path = `/tenants/${need(values.tenant, 'tenant')}/limits`;
+        break;
+      case 'limits set':
+        method = 'PUT';
+        path = `/tenants/${need(values.tenant, 'tenant')}/limits`;
+        try {
+          body = JSON.parse(need(values.json, 'json'));
+        } catch (err) {
+          if (err instanceof UsageError) throw err;
+          throw new UsageError(`--json is not JSON: ${(err as Error).message}`);
+        }
         break;
       case 'wallet show':
         path = `/tenants/${need(values.tenant, 'tenant')}/wallet`;

@@ -39,6 +39,7 @@ async function main(argv: string[]): Promise<number> {
     case 'tenant':
     case 'key':
     case 'wallet':
+    case 'limits':
       return adminCommand(command, rest);
     case undefined:
     case 'help':

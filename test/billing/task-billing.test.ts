@@ -218,6 +218,21 @@ describe('limits through the gateway', () => {
     }
   });
 
+  it("a tenant's own limits, set at run time through the admin API, apply at once", async () => {
+    const { tenant: t, key } = await newTenant(gw);
+    const put = await call(gw.url, 'PUT', `/admin/v1/tenants/${t.id}/limits`, { key: 'test-admin-token', body: { concurrent_tasks: 1 } });
+    expect(put.status).to.equal(200);
+    expect(put.body.concurrent_tasks).to.equal(1);
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5)); // a fresh rate window
+    expect((await call(gw.url, 'POST', IMAGES, { key, body: { prompt: 'one [sandbox:hang]' } })).status).to.equal(202);
+    const second = await call(gw.url, 'POST', IMAGES, { key, body: { prompt: 'two' } });
+    expect(second.status).to.equal(429);
+    expect(second.body.error_code).to.equal(1005);
+    expect(second.body.detail).to.match(/at most 1 asynchronous task/);
+    const bad = await call(gw.url, 'PUT', `/admin/v1/tenants/${t.id}/limits`, { key: 'test-admin-token', body: { concurrent_tasks: -1 } });
+    expect([bad.status, bad.body.error_code]).to.deep.equal([400, 2003]);
+  });
+
   it('concurrent active tasks above the quota → 429 / 1005; a finished task frees its slot', async () => {
     const { key } = await newTenant(gw);
     await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5)); // a fresh rate window

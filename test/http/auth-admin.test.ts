@@ -135,6 +135,14 @@ describe('authentication and the admin API', () => {
     const wallet = JSON.parse((await cli('wallet', 'topup', '--tenant', tenant.id, '--credits', '50.50')).stdout);
     expect(wallet.wallet.available).to.equal('50.50');
     expect(JSON.parse((await cli('wallet', 'show', '--tenant', tenant.id)).stdout).balance).to.equal('50.50');
+    const threshold = JSON.parse((await cli('wallet', 'threshold', '--tenant', tenant.id, '--credits', '20.00')).stdout);
+    expect(threshold.low_balance_threshold).to.equal('20.00');
+    const limits = JSON.parse((await cli('limits', 'set', '--tenant', tenant.id, '--json', '{"concurrent_tasks": 7, "rate": {"key": {"per_second": 3}}}')).stdout);
+    expect(limits).to.deep.include({ concurrent_tasks: 7 });
+    expect(limits.rate.key.per_second).to.equal(3);
+    expect(JSON.parse((await cli('limits', 'show', '--tenant', tenant.id)).stdout).overrides).to.deep.equal({ concurrent_tasks: 7, rate: { key: { per_second: 3 } } });
+    const ledger = JSON.parse((await cli('wallet', 'ledger', '--tenant', tenant.id, '--limit', '5')).stdout);
+    expect(ledger.data.map((e: { kind: string; amount: string }) => [e.kind, e.amount])).to.deep.equal([['topup', '50.500']]);
     expect((await call(gw.url, 'POST', IMAGES, { key: key.key, body: { prompt: 'cli' } })).status).to.equal(202);
     await cli('key', 'revoke', key.id);
     expect((await call(gw.url, 'POST', IMAGES, { key: key.key, body: { prompt: 'cli' } })).status).to.equal(401);
