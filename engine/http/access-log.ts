@@ -2,8 +2,10 @@
 // Authorization header or bodies (pino's redaction covers anything that slips into a field).
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
+import { accessLogger } from '../log/logger.ts';
 
-export function accessLog(logger: Logger) {
+export function accessLog(root: Logger) {
+  const logger = accessLogger(root);
   return (req: Request, res: Response, next: NextFunction): void => {
     const start = process.hrtime.bigint();
     res.once('finish', () => {

