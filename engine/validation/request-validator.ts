@@ -7,6 +7,7 @@
 // pointer with its own code; the service codes come from the policy in error-policy.ts. Schema
 // failures stop before rules and media (those read a body of the right shape); rule and media
 // failures are reported together.
+import type { RequestRuleSpec } from '../descriptors/types.ts';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject } from 'ajv';
 import { GatewayError, type FieldError } from '../errors/gateway-error.ts';
@@ -14,20 +15,10 @@ import { compileExpr, type CompiledExpr } from '../descriptors/expr.ts';
 import { applyRewrite, checkMedia, type MediaRule, type MediaVerdict } from '../media/checks.ts';
 import { isMediaToken, mediaBlobs } from '../media/blobs.ts';
 import { parsePointer, resolvePointer } from '../media/pointers.ts';
-import { codeForAjvError, codeOf, overridesWithoutReason, primaryCode, VIOLATION_CODES, type Violation } from './error-policy.ts';
+import { codeForAjvError, codeOf, overridesWithoutReason, primaryCode, VIOLATION_CODES } from './error-policy.ts';
 
-export interface RuleSpec {
-  when: string;
-  /** What kind of failure this is; the policy turns it into the code. */
-  violation?: Violation;
-  /** An explicit code, overriding the policy (say why in `reason`). */
-  code?: number;
-  pointer?: string;
-  message: string;
-  /** Evaluate the rule once per item of this array: `$item` and `$i` are bound; `{i}` in pointer/message is the index. */
-  each?: string;
-  reason?: string;
-}
+/** A descriptor's cross-field rule (the `request.rules` entries of a route). */
+export type RuleSpec = RequestRuleSpec;
 
 export type Normaliser = 'lowercase' | 'uppercase' | 'trim';
 
