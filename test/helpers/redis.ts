@@ -83,7 +83,11 @@ async function startOnce(opts: StartRedisOptions, port: number): Promise<RedisSe
   child.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   exited.then(() => live.delete(child), () => {});
-  const spawnError = new Promise<never>((_, reject) => child.once('error', reject));
+  const spawnError = new Promise<never>((_, reject) =>
+    child.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'ENOENT' ? new Error('redis-server is not installed: the Redis tests need it (Debian: apt-get install redis-server; .ci/run installs it)') : err),
+    ),
+  );
 
   const cleanupDir = () => {
     if (ownDir) rmSync(dir, { recursive: true, force: true });
