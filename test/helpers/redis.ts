@@ -100,8 +100,12 @@ async function startOnce(opts: StartRedisOptions, port: number): Promise<RedisSe
     ]);
     if (opts.cluster) await claimAllSlots(port);
   } catch (err) {
-    child.kill('SIGKILL');
-    await exited;
+    // A server that never started (no binary) emits no 'exit': nothing to wait for then.
+    if (child.pid !== undefined) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+    live.delete(child);
     cleanupDir();
     throw err;
   }
