@@ -95,7 +95,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
 
   let stores: Stores;
   try {
-    stores = await createStores(config, role, (queue, jobId, err) => logger.error({ err, queue, job_id: jobId }, 'job failed'));
+    stores = await createStores(config, role, (queue, jobId, err) => logger.error({ err, queue, job_id: jobId }, 'job failed'), (err) => logger.warn({ err }, 'redis connection trouble; reconnecting'));
   } catch (err) {
     await sandbox?.close();
     await dispatcher.close();

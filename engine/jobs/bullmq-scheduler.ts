@@ -76,8 +76,18 @@ export class BullJobScheduler implements JobScheduler {
     this.workers.push(worker);
   }
 
-  async close(): Promise<void> {
-    await Promise.allSettled(this.workers.map((w) => w.close()));
-    await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
+  /**
+   * Let running jobs finish for a while, then stop regardless: a worker whose connection was
+   * lost and re-established (a Redis restart) can wait on it for good, and abandoning its jobs is
+   * safe (they are durable and idempotent; another worker picks up what was running).
+   */
+  async close(graceMs = 5000): Promise<void> {
+    await Promise.allSettled(this.workers.map((w) => within(w.close(), graceMs).catch(() => within(w.close(true), 1000))));
+    await Promise.allSettled([...this.queues.values()].map((q) => within(q.close(), 1000)));
   }
+}
+
+function within<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), ms)))]).finally(() => clearTimeout(timer));
 }

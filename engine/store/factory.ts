@@ -40,7 +40,7 @@ export interface Stores {
   close(): Promise<void>;
 }
 
-export async function createStores(config: GatewayConfig, role: Role, onJobError: JobErrorReporter): Promise<Stores> {
+export async function createStores(config: GatewayConfig, role: Role, onJobError: JobErrorReporter, onConnectionError: (err: Error) => void = () => {}): Promise<Stores> {
   if (config.store.kind === 'memory') {
     if (role !== 'all') throw new Error(`--role ${role} needs store.kind redis: with the memory store one process does everything`);
     const scheduler = new MemoryJobScheduler(onJobError);
@@ -57,8 +57,10 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
   }
   // Commands issued in the same tick share one write (auto-pipelining): a create makes about ten
   // store calls. rate-limiter-flexible gets a connection of its own: it does not work with it.
-  const client = new Redis(config.store.redis_url, { lazyConnect: true, maxRetriesPerRequest: 3, enableAutoPipelining: true });
+  const client = new Redis(config.store.redis_url, { lazyConnect: true, maxRetriesPerRequest: 3 });
   const limiterClient = new Redis(config.store.redis_url, { lazyConnect: true, maxRetriesPerRequest: 3 });
+  // Connection trouble is reported (ioredis reconnects by itself) instead of going unhandled.
+  for (const c of [client, limiterClient]) c.on('error', onConnectionError);
   try {
     await Promise.all([client.connect(), limiterClient.connect()]);
     await client.ping();

@@ -1,6 +1,6 @@
 // The asynchronous task lifecycle, generic over descriptors:
-//   create: reserve credits → store task_info (pending) → task.created → submit job → 202
-//   submit job: build the upstream body (descriptor mapping) → POST → remember the upstream id
+//   create: reserve credits → store task_info (pending) → task.created → 202, then submit
+//   submit: build the upstream body (descriptor mapping) → POST → remember the upstream id
 //   poll job:   GET the upstream task → map its status → processing / completed / failed
 //   safety net: a task not finished by the route's max_execution_ms fails with 4008 — checked at
 //   every poll, and by the sweep for a task whose timers were lost (no job per task for it:
@@ -98,7 +98,10 @@ export class TaskLifecycle {
       throw new GatewayError(4002, 'The task could not be stored.', { cause: err });
     }
     await this.d.bus.emit(tenantId, 'task.created', eventData(task, { task_info: taskInfo(task) }), { id: eventId(task.id, 'task.created') });
-    await this.d.scheduler.schedule(JOBS.submit, task.id, { id: task.id }, 0);
+    // Submitted at once by the process that accepted the task (after the 202 is on its way), not
+    // through a job: one job less per create. A submission lost with its process is re-driven by
+    // the sweep once the task has shown no sign of life for the grace period.
+    setImmediate(() => void this.submit(task.id).catch((err) => this.d.logger.error({ err, task_id: task.id }, 'task submission failed')));
     return task;
   }
 
