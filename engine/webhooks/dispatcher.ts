@@ -158,8 +158,13 @@ export class WebhookDispatcher {
       created_at: now,
       updated_at: now,
     });
-    // An event published twice maps onto the same delivery; its attempts are already under way.
     if (created) await this.scheduleAttempt({ delivery_id: delivery.id, series: 1, attempt: 1 }, 0);
+    else if (delivery.status === 'pending') {
+      // An event published again (after a crash) maps onto the same delivery. Its next attempt
+      // may have been lost with the process that created it: schedule it again under the job
+      // id it would have had, which is a no-op while that job is still waiting or running.
+      await this.scheduleAttempt({ delivery_id: delivery.id, series: delivery.series, attempt: delivery.attempt_count + 1 }, 0);
+    }
     return delivery;
   }
 
