@@ -77,6 +77,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   }
   const dispatcher = createUpstreamAgent();
   let vendors: VendorPlan[];
+  let stores: Stores;
   try {
     vendors = compileVendors(loaded, {
       ajv,
@@ -85,7 +86,9 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       dispatcher,
       baseUrlFor: (vendor) => sandbox?.urlFor(vendor) ?? config.upstreams[vendor]?.base_url,
     });
+    stores = await createStores(config, role, (queue, jobId, err) => logger.error({ err, queue, job_id: jobId }, 'job failed'), (err) => logger.warn({ err }, 'redis connection trouble; reconnecting'));
   } catch (err) {
+    // Nothing half-started stays behind a failed start.
     await sandbox?.close();
     await dispatcher.close();
     throw err;
@@ -93,14 +96,6 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   const routes = new Map<string, AsyncRoutePlan>();
   for (const v of vendors) for (const r of v.routes) if (r.kind === 'async') routes.set(r.key, r);
 
-  let stores: Stores;
-  try {
-    stores = await createStores(config, role, (queue, jobId, err) => logger.error({ err, queue, job_id: jobId }, 'job failed'), (err) => logger.warn({ err }, 'redis connection trouble; reconnecting'));
-  } catch (err) {
-    await sandbox?.close();
-    await dispatcher.close();
-    throw err;
-  }
   const { scheduler, tasks } = stores;
   const tenants = new TenantService(stores.tenants, clock);
   const bus = new EventBus(clock);
@@ -139,7 +134,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     sweepGraceMs: Math.max(1, Math.round(config.timing.sweep_grace_ms * config.timing.scale)),
     sharedMedia: stores.media,
   });
-  // Workers run jobs (submits, polls, deadlines, deliveries, sweeps); api processes only add them.
+  // Workers run jobs (polls, deliveries, sweeps, purges); api processes only add them.
   if (role !== 'api') {
     lifecycle.startWorkers();
     await lifecycle.scheduleSweep();
