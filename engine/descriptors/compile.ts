@@ -19,7 +19,6 @@ export interface VendorPlan {
   readonly vendor: string;
   readonly title: string;
   readonly client: UpstreamClient;
-  readonly sandboxPrompt: CompiledExpr;
   readonly routes: readonly RoutePlan[];
   readonly loaded: LoadedVendor;
 }
@@ -77,11 +76,11 @@ function compileVendor(v: LoadedVendor, ctx: CompileContext, problems: Problem[]
     return compileProxyRoute(vc, r, p);
   });
 
+  expr('/sandbox/prompt', d.sandbox?.prompt); // checked here; the sandbox simulator reads it
   return Object.freeze({
     vendor: d.vendor,
     title: d.title ?? d.vendor,
     client,
-    sandboxPrompt: expr('/sandbox/prompt', d.sandbox?.prompt ?? 'prompt')!,
     routes: Object.freeze(routes),
     loaded: v,
   });

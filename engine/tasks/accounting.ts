@@ -19,11 +19,3 @@ export interface TaskAccounting {
    */
   releaseOrphans(olderThanMs: number): Promise<number>;
 }
-
-export const noAccounting: TaskAccounting = {
-  reserve: async () => 0,
-  price: async () => 0,
-  complete: async () => {},
-  abandon: async () => {},
-  releaseOrphans: async () => 0,
-};
