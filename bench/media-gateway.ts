@@ -77,7 +77,7 @@ process.on('message', (m: { cmd: string }) => {
       process.send!({ cmd: 'direct', count, seconds: elapsed, cpu_us: cpu.user + cpu.system });
     })();
   } else if (m.cmd === 'cpu') {
-    process.send!({ cmd: 'cpu', cpu: process.cpuUsage() });
+    process.send!({ cmd: 'cpu', cpu: process.cpuUsage(), main: process.threadCpuUsage() });
   } else if (m.cmd === 'mem') {
     process.send!({ cmd: 'mem', rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed });
   } else if (m.cmd === 'stop') {

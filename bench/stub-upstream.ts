@@ -49,6 +49,7 @@ if (process.argv[1] === new URL(import.meta.url).pathname && process.send) {
   const stub = await startStub();
   process.on('message', (m: { cmd: string }) => {
     if (m.cmd === 'bytes') process.send!({ cmd: 'bytes', bytes: stub.bytes(), submits: stub.submits() });
+    else if (m.cmd === 'cpu') process.send!({ cmd: 'cpu', cpu: process.cpuUsage() });
     else if (m.cmd === 'stop') void stub.close().then(() => process.exit(0));
   });
   process.send({ cmd: 'ready', url: stub.url });

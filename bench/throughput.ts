@@ -26,8 +26,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const TARGET = 5000;
 const D = '/vendors/provider_d/v1/model_d/generation';
 
-const cpuOf = (p: ChildProcess) => new Promise<number>((resolve) => {
-  p.once('message', (m: { cpu: NodeJS.CpuUsage }) => resolve(m.cpu.user + m.cpu.system));
+const cpuOf = (p: ChildProcess) => new Promise<NodeJS.CpuUsage & { main?: NodeJS.CpuUsage }>((resolve) => {
+  p.once('message', (m: { cpu: NodeJS.CpuUsage; main?: NodeJS.CpuUsage }) => resolve({ ...m.cpu, main: m.main }));
   p.send({ cmd: 'cpu' });
 });
 
@@ -68,12 +68,16 @@ const worker = async () => {
 const workers = Array.from({ length: CONNECTIONS }, worker);
 await new Promise((r) => setTimeout(r, WARMUP * 1000));
 const cpu0 = await cpuOf(gw.proc);
+const stubCpu0 = await cpuOf(stub.proc);
+const selfCpu0 = process.cpuUsage();
 phase = 'measure';
 const t0 = performance.now();
 await new Promise((r) => setTimeout(r, SECONDS * 1000));
 phase = 'stop';
 const seconds = (performance.now() - t0) / 1000;
 const cpu1 = await cpuOf(gw.proc);
+const stubCpu1 = await cpuOf(stub.proc);
+const selfCpu = process.cpuUsage(selfCpu0);
 await Promise.all(workers);
 await pool.close();
 // The same creates without HTTP, inside the gateway: the task lifecycle on the memory store.
@@ -94,8 +98,13 @@ await stop(stub.proc);
 const rate = Math.round(ok / seconds);
 console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; ${CONNECTIONS} connections, ${SECONDS} s measured`);
 console.log(`creates answered 202: ${ok} in ${seconds.toFixed(2)} s → ${rate} creates/s; other answers: ${errors} ${JSON.stringify(Object.fromEntries(statuses))}`);
-console.log(`gateway CPU per create: ${Math.round((cpu1 - cpu0) / Math.max(1, ok))} µs (all its threads)`);
+const per = (us: number) => Math.round(us / Math.max(1, ok));
+const gwUser = per(cpu1.user - cpu0.user);
+const gwSystem = per(cpu1.system - cpu0.system);
+const gwMain = per(cpu1.main!.user + cpu1.main!.system - cpu0.main!.user - cpu0.main!.system);
+console.log(`gateway CPU per create: ${gwUser + gwSystem} µs (all its threads; ${gwUser} user, ${gwSystem} kernel); main thread ${gwMain} µs`);
+console.log(`other CPU per create: upstream stub ${per(stubCpu1.user - stubCpu0.user + stubCpu1.system - stubCpu0.system)} µs, load generator ${per(selfCpu.user + selfCpu.system)} µs`);
 const directRate = Math.round(direct.count / direct.seconds);
 console.log(`in-process creates (no HTTP in front; validation, hold, store, event): ${direct.count} in ${direct.seconds.toFixed(2)} s → ${directRate} creates/s, ${Math.round(direct.cpu_us / Math.max(1, direct.count))} µs CPU each; upstream submissions completed in that window: ${submittedInWindow}`);
 console.log(`target: ≥ ${TARGET} creates/s over HTTP → ${rate >= TARGET ? 'MET' : 'NOT MET'}; on the memory store without HTTP → ${directRate >= TARGET ? 'MET' : 'NOT MET'}`);
-console.log(JSON.stringify({ bench: 'throughput', creates_per_second: rate, ok, errors, seconds, cpu_us_per_create: Math.round((cpu1 - cpu0) / Math.max(1, ok)), direct_creates_per_second: directRate }));
+console.log(JSON.stringify({ bench: 'throughput', creates_per_second: rate, ok, errors, seconds, cpu_us_per_create: gwUser + gwSystem, direct_creates_per_second: directRate }));

@@ -1,7 +1,8 @@
 // Expressions in descriptors (mappings, pricing, rules) are JSONata, compiled once when the
-// descriptor is compiled. A plain dotted path (`output.task_id`, `data.items[0].url`) is read by
-// a direct property walk instead, because it is the common case and JSONata costs microseconds.
+// descriptor is compiled. Each is also compiled to synchronous closures (./expr-fast.ts), which
+// answer the common shapes exactly and hand everything else back to JSONata.
 import jsonata from 'jsonata';
+import { compileFast } from './expr-fast.ts';
 
 export interface CompiledExpr {
   readonly source: string;
@@ -17,31 +18,24 @@ export class ExprError extends Error {
   }
 }
 
-const DOTTED = /^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*|\[\d+\])*$/;
-const SEGMENT = /[A-Za-z_][\w]*|\[\d+\]/g;
-
 /** Compile an expression; throws ExprError (with the character position) when it does not parse. */
 export function compileExpr(source: string): CompiledExpr {
   const trimmed = source.trim();
-  const jsonataExpr = compileJsonata(trimmed);
-  if (!DOTTED.test(trimmed)) return jsonataExpr;
-  const segments = (trimmed.match(SEGMENT) ?? []).map((s) => (s.startsWith('[') ? Number(s.slice(1, -1)) : s));
+  const { expr, compiled } = compileJsonata(trimmed);
+  const fast = compileFast(expr.ast());
   return {
     source: trimmed,
     evaluate(input, bindings) {
-      let cur: unknown = input;
-      for (const seg of segments) {
-        if (cur === null || cur === undefined) return Promise.resolve(undefined);
-        // JSONata maps a path over arrays; keep those semantics by deferring to it.
-        if (Array.isArray(cur) && typeof seg === 'string') return jsonataExpr.evaluate(input, bindings);
-        cur = (cur as Record<string | number, unknown>)[seg];
+      try {
+        return Promise.resolve(fast(input, bindings));
+      } catch {
+        return compiled.evaluate(input, bindings); // FALLBACK: JSONata answers (and raises its own errors)
       }
-      return Promise.resolve(cur);
     },
   };
 }
 
-function compileJsonata(source: string): CompiledExpr {
+function compileJsonata(source: string): { expr: ReturnType<typeof jsonata>; compiled: CompiledExpr } {
   let expr: ReturnType<typeof jsonata>;
   try {
     expr = jsonata(source);
@@ -49,7 +43,7 @@ function compileJsonata(source: string): CompiledExpr {
     const e = err as { message?: string; position?: number };
     throw new ExprError(e.message ?? String(err), e.position);
   }
-  return {
+  const compiled: CompiledExpr = {
     source,
     async evaluate(input, bindings) {
       try {
@@ -60,6 +54,7 @@ function compileJsonata(source: string): CompiledExpr {
       }
     },
   };
+  return { expr, compiled };
 }
 
 /** JSONata returns arrays tagged as "sequences"; hand out plain JSON values. */

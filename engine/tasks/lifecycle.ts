@@ -7,7 +7,7 @@
 //   one job less per create)
 // Every transition is a compare-and-set on the status (TaskStore.transition), so a late or
 // duplicate poll answer never moves a finished task and settle/release happen once.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
@@ -126,12 +126,13 @@ export class TaskLifecycle {
       if (media.length) mediaBlobs.release(media);
     }
     if (media.length && this.d.sharedMedia) await forgetSharedMedia(this.d.sharedMedia, media).catch(() => undefined);
-    const message = await readOptional(s.errorMessage, res.body);
     if (res.status < 200 || res.status > 299) {
+      const message = await readOptional(s.errorMessage, res.body);
       return this.fail(task, await mapUpstreamError(route.errorRules, { stage: 'submit', http_status: res.status, body: res.body, message }));
     }
     if (s.accept && !(await s.accept.evaluate(res.body).catch(() => false))) {
       // A 2xx that says "not accepted" inside: the provider refused this request (3002 unless mapped).
+      const message = await readOptional(s.errorMessage, res.body);
       const facts: UpstreamErrorFacts = { stage: 'submit', http_status: res.status, body: res.body, message };
       const err = await mapUpstreamError(route.errorRules, facts);
       return this.fail(task, err.code === 3003 ? new GatewayError(3002, err.detail) : err);
@@ -300,7 +301,7 @@ export class TaskLifecycle {
 
 /** Event ids of a task are derived from it, so a re-published event is recognised as the same one. */
 export function eventId(taskId: string, type: string): string {
-  return `evt_${createHash('sha256').update(`${taskId}/${type}`).digest('base64url').slice(0, 24)}`;
+  return `evt_${hash('sha256', `${taskId}/${type}`, 'base64url').slice(0, 24)}`;
 }
 
 function eventData(task: TaskRecord, payload: Record<string, unknown>): Record<string, unknown> {

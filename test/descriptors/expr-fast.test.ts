@@ -1,0 +1,258 @@
+// The synchronous fast path of descriptor expressions (engine/descriptors/expr-fast.ts) must give
+// JSONata's answer whenever it answers at all, and hand everything else back (FALLBACK). Checked
+// differentially: every JSONata expression found in the shipped descriptors, over every upstream
+// fixture and every validated request example (and variants with arrays, nulls and wrong types),
+// plus a table of hand-picked edge cases. The hot-path expressions must actually take the fast path.
+import { expect } from 'chai';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import jsonata from 'jsonata';
+import { parse } from 'yaml';
+import { compileFast, FALLBACK } from '../../engine/descriptors/expr-fast.ts';
+import { compileExpr } from '../../engine/descriptors/expr.ts';
+import type { Gateway } from '../../engine/gateway.ts';
+import { startTestGateway } from '../helpers/gateway.ts';
+
+const VENDORS = new URL('../../vendors/', import.meta.url).pathname;
+
+type Outcome = { value: string } | { error: true } | { fallback: true };
+const show = (v: unknown) => (v === undefined ? 'undefined' : JSON.stringify(v));
+
+async function viaJsonata(src: string, input: unknown, bindings?: Record<string, unknown>): Promise<Outcome> {
+  try {
+    const v = await jsonata(src).evaluate(input, bindings);
+    return { value: show(Array.isArray(v) ? Array.from(v) : v) };
+  } catch {
+    return { error: true };
+  }
+}
+
+function viaFast(src: string, input: unknown, bindings?: Record<string, unknown>): Outcome {
+  try {
+    return { value: show(compileFast(jsonata(src).ast())(input, bindings)) };
+  } catch (err) {
+    if (err === FALLBACK) return { fallback: true };
+    throw err; // the fast path must never raise anything else
+  }
+}
+
+/** Same answer as JSONata, or FALLBACK; returns whether the fast path answered. */
+async function agree(src: string, input: unknown, bindings?: Record<string, unknown>): Promise<boolean> {
+  const fast = viaFast(src, input, bindings);
+  if ('fallback' in fast) return false;
+  const reference = await viaJsonata(src, input, bindings);
+  expect(fast, `${src} over ${show(input).slice(0, 200)} ${bindings ? `with ${show(bindings).slice(0, 200)}` : ''}`).to.deep.equal(reference);
+  return true;
+}
+
+/** Every string in the descriptors that JSONata parses (prose that happens to parse is tested too). */
+function descriptorExpressions(): string[] {
+  const out = new Set<string>();
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') {
+      try {
+        jsonata(v);
+        out.add(v.trim());
+      } catch {
+        // not an expression
+      }
+    } else if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === 'object') Object.values(v).forEach(walk);
+  };
+  for (const f of readdirSync(VENDORS).filter((f) => f.endsWith('.yaml'))) walk(parse(readFileSync(join(VENDORS, f), 'utf8')));
+  return [...out];
+}
+
+function fixtures(): unknown[] {
+  const out: unknown[] = [];
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.json')) out.push(JSON.parse(readFileSync(p, 'utf8')));
+    }
+  };
+  for (const v of readdirSync(VENDORS, { withFileTypes: true })) if (v.isDirectory()) walk(join(VENDORS, v.name));
+  return out;
+}
+
+/** Variants that push evaluation into sequences and type errors: arrays for scalars, nulls, strings for numbers. */
+function variants(input: unknown): unknown[] {
+  if (!input || typeof input !== 'object' || Array.isArray(input)) return [input];
+  const out: unknown[] = [input];
+  const entries = Object.entries(input);
+  for (const [k, v] of entries.slice(0, 8)) {
+    out.push({ ...input, [k]: [v, v] }, { ...input, [k]: null }, { ...input, [k]: typeof v === 'number' ? String(v) : 1.5 });
+  }
+  return out;
+}
+
+describe('descriptor expressions: the synchronous fast path agrees with JSONata', function () {
+  this.timeout(120_000);
+  let gw: Gateway;
+  let requests: Record<string, unknown>[];
+  const upstream = fixtures();
+  const exprs = descriptorExpressions();
+
+  before(async () => {
+    gw = await startTestGateway();
+    requests = [];
+    for (const route of gw.vendors.flatMap((v) => v.routes)) {
+      if (route.kind !== 'async') continue;
+      for (const ex of route.spec.request?.examples ?? []) {
+        try {
+          requests.push(await route.validate(structuredClone(ex)));
+        } catch {
+          // an example the route refuses on purpose
+        }
+      }
+    }
+  });
+  after(() => gw?.close());
+
+  it('finds the descriptors\' expressions, fixtures and request examples', () => {
+    expect(exprs.length).to.be.greaterThan(60);
+    expect(upstream.length).to.be.greaterThan(20);
+    expect(requests.length).to.be.greaterThan(10);
+  });
+
+  it('every descriptor expression over every fixture and request (and their variants): same answer or FALLBACK', async () => {
+    let fast = 0;
+    let total = 0;
+    const inputs = [...upstream, ...requests].flatMap(variants);
+    for (const src of exprs) {
+      for (const input of inputs) {
+        total++;
+        const req = requests[total % requests.length];
+        const bindings = { request: req, result: { images: ['a', 'b'] }, upstream: input, item: { prompt: 'x <<<element_1>>>', duration: 3 } };
+        if (await agree(src, input, bindings)) fast++;
+        if (await agree(src, { stage: 'submit', http_status: 400, body: input, message: 'm' })) fast++;
+      }
+    }
+    expect(total).to.be.greaterThan(10_000);
+    expect(fast, 'the fast path answers most evaluations').to.be.greaterThan(total * 0.5);
+  });
+
+  const table: [string, unknown, Record<string, unknown>?][] = [
+    ['a.b.c', { a: { b: { c: 1 } } }],
+    ['a.b.c', { a: [{ b: { c: 1 } }, { b: { c: 2 } }] }],
+    ['a.b', { a: { b: [1, 2] } }],
+    ['a.b', { a: { b: [] } }],
+    ['a.b', { a: { b: [[1], [2]] } }],
+    ['a', { a: null }],
+    ['a.b', { a: 'text' }],
+    ['a.constructor', { a: {} }],
+    ['a[0]', { a: [1, 2] }],
+    ['a[-1]', { a: [1, 2] }],
+    ['a[5]', { a: [1, 2] }],
+    ['a[0]', { a: 7 }],
+    ['a[0]', {}],
+    ['a[0].b', { a: [{ b: 2 }] }],
+    ['a[0]', { a: [[1, 2], [3]] }],
+    ['$', { a: 1 }],
+    ['$$.a', { a: 1 }],
+    ['$x.y', {}, { x: { y: 3 } }],
+    ['$x.y', {}, { x: [{ y: 3 }, { y: 4 }] }],
+    ['$missing', {}],
+    ['$count', {}],
+    ['( $a := 1; $b := $a + 1; $b * 10 )', {}],
+    ['( $a := 1; ( $a := 2 ); $a )', {}],
+    ['$a := 5', {}],
+    ['( $count := 2; $count )', {}],
+    ['$count(x)', {}, { count: 1 }],
+    ['a + b', { a: 1, b: 2 }],
+    ['a + b', { a: 1 }],
+    ['a + b', { a: '1', b: 2 }],
+    ['a / b', { a: 1, b: 0 }],
+    ['a % b', { a: -7, b: 3 }],
+    ['-a', { a: 4 }],
+    ['-a', { a: 'x' }],
+    ['a = b', { a: 1, b: 1 }],
+    ['a = b', { a: 1 }],
+    ['a != b', {}],
+    ['a = null', { a: null }],
+    ['a = b', { a: { x: 1 }, b: { x: 1 } }],
+    ['a < b', { a: 1, b: 2 }],
+    ['a < b', { a: 'a', b: 'b' }],
+    ['a < b', { a: 1, b: 'b' }],
+    ['a < b', { a: 1 }],
+    ['a < b', { a: true, b: 1 }],
+    ['a and b', { a: 1, b: 'x' }],
+    ['a and b', { a: 1 }],
+    ['a or b', { b: {} }],
+    ['a or b', { a: [0, 0], b: 0 }],
+    ['a ? "y" : "n"', { a: '' }],
+    ['a ? "y"', { a: 0 }],
+    ['a ?? b', { b: 2 }],
+    ['a ?? b', { a: null, b: 2 }],
+    ['"x" & a & b', { a: 1, b: true }],
+    ['"x" & a', { a: 1.5 }],
+    ['"x" & a', { a: { k: 1 } }],
+    ['"x" & a', {}],
+    ['[a, b, [c]]', { a: 1, b: [2, 3], c: 4 }],
+    ['[a, b]', {}],
+    ['[]', {}],
+    ['{ "k": a, "m": b }', { a: 1 }],
+    ['{ "k": a, "k": b }', { a: 1, b: 2 }],
+    ['{ a: 1 }', { a: 'key' }],
+    ['{ "k": a }', [{ a: 1 }, { a: 2 }]],
+    ['$exists(a)', { a: null }],
+    ['$count(a)', { a: [1, 2, 3] }],
+    ['$count(a)', { a: 'x' }],
+    ['$count(a)', {}],
+    ['$not(a)', { a: '' }],
+    ['$not(a)', {}],
+    ['$not()', {}],
+    ['$boolean(a)', { a: {} }],
+    ['$string(a)', { a: 12 }],
+    ['$string(a)', { a: 0.1 }],
+    ['$number(a)', { a: '12' }],
+    ['$number(a)', { a: true }],
+    ['$ceil(a)', { a: 1.2 }],
+    ['$ceil(a)', { a: '1.2' }],
+    ['$floor(a)', { a: [1.7] }],
+    ['$sum(a)', { a: [1, 2, 3] }],
+    ['$sum(a)', { a: [] }],
+    ['$sum(a)', { a: 4 }],
+    ['$sum(a)', { a: ['1'] }],
+    ['$max(a)', { a: [1, 9, 3] }],
+    ['$min(a)', { a: [] }],
+    ['$uppercase(a)', { a: 'abc' }],
+    ['$uppercase(a)', { a: 1 }],
+    ['$join(a, "-")', { a: ['x', 'y'] }],
+    ['$join(a)', { a: 'x' }],
+    ['$join(a, "-")', { a: ['x', 1] }],
+    ['$contains(a, "b")', { a: 'abc' }],
+    ['a[b > 1]', { a: [{ b: 1 }, { b: 2 }] }],
+    ['[0..2]', {}],
+    ['a in [1, 2]', { a: 1 }],
+  ];
+  for (const [src, input, bindings] of table) {
+    it(`${src} over ${show(input)}${bindings ? ` with ${show(bindings)}` : ''}`, async () => {
+      await agree(src, input, bindings);
+    });
+  }
+
+  it('the hot-path shapes take the fast path (no JSONata evaluation)', () => {
+    const d = parse(readFileSync(join(VENDORS, 'provider_d.yaml'), 'utf8')).routes[0];
+    const request = { prompt: 'a fox', size: '1280*1280', n: 4, prompt_extend: false, safety_filter: true };
+    for (const [src, input, bindings] of [
+      [d.upstream.submit.body, request],
+      ['output.task_id', { output: { task_id: 'x' } }],
+      ['$count($result.images)', {}, { result: { images: ['a'] } }],
+      ['$ceil($upstream.usage.duration ?? duration)', { duration: 5 }, { upstream: { usage: {} } }],
+      ['multi_shot = false and $exists(shot_type)', { multi_shot: false }],
+    ] as [string, unknown, Record<string, unknown>?][]) {
+      expect(viaFast(src, input, bindings), src).to.have.property('value');
+    }
+  });
+
+  it('compileExpr answers through the fast path or JSONata alike, errors included', async () => {
+    expect(await compileExpr('a + 1').evaluate({ a: 1 })).to.equal(2);
+    expect(await compileExpr('a.b').evaluate({ a: [{ b: 1 }, { b: 2 }] })).to.deep.equal([1, 2]);
+    expect(await compileExpr('$count(a[b > 1])').evaluate({ a: [{ b: 1 }, { b: 2 }] })).to.equal(1);
+    let failure: unknown;
+    await compileExpr('a + 1').evaluate({ a: 'x' }).catch((e: unknown) => (failure = e));
+    expect(failure).to.be.instanceOf(Error).with.property('message').that.matches(/failed/);
+  });
+});
