@@ -11,6 +11,7 @@ import { buildApp } from './http/app.ts';
 import type { JobScheduler } from './jobs/scheduler.ts';
 import { createLogger } from './log/logger.ts';
 import { createStores, type Role, type Stores } from './store/factory.ts';
+import { TaskFastLane } from './http/task-fast-lane.ts';
 import { ProxyGateway } from './proxy/proxy-gateway.ts';
 import { SandboxSimulator } from './sandbox/simulator.ts';
 import { resolveBillingConfig, type BillingConfigInput } from './billing/config.ts';
@@ -58,6 +59,7 @@ export interface Gateway {
   readonly webhooks: Webhooks;
   readonly limits: LimitsService;
   readonly proxy: ProxyGateway;
+  readonly fastLane: TaskFastLane;
   readonly sandbox?: SandboxSimulator;
   /** Stop accepting, let in-flight requests finish (up to the grace period), stop workers. */
   close(): Promise<void>;
@@ -158,8 +160,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     },
     tenantRouters: [tenantBillingRouter(billingRoutes), webhookRouter(webhooks, { auth: requireApiKey(tenants) })],
   });
+  // Async creates on their exact paths: answered before express too (engine/http/task-fast-lane.ts).
+  const fastLane = new TaskFastLane(vendors, { tenants, lifecycle, tasks, limits, idempotency, logger });
   const server = createServer((req, res) => {
-    if (!proxy.tryHandle(req, res)) app(req, res);
+    if (!proxy.tryHandle(req, res) && !fastLane.tryHandle(req, res)) app(req, res);
   });
   server.keepAliveTimeout = 65_000; // longer than common load balancers' idle timeout
   let url = '';
@@ -193,7 +197,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       logger.info('gateway stopped');
     })());
 
-  return { url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, sandbox, close };
+  return { url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, fastLane, sandbox, close };
 }
 
 /** The demo tenant exists only while the sandbox is on; when it is off, it is disabled. */

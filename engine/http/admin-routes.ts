@@ -7,6 +7,7 @@ import { SCHEMA_BASE } from '../validation/ajv.ts';
 import type { TenantService } from '../tenants/service.ts';
 import type { ApiKeyRecord } from '../tenants/types.ts';
 import { requireAdminToken } from './auth.ts';
+import { jsonBody } from './body.ts';
 
 export interface AdminDeps {
   token: string;
@@ -20,7 +21,7 @@ const SCOPE = { type: 'string', pattern: '^(\\*|[a-z_][a-z0-9_]*):?(\\*|create|r
 
 export function adminRouter(deps: AdminDeps): Router {
   const router = express.Router();
-  router.use(requireAdminToken(deps.token), express.json({ limit: 64 * 1024 }));
+  router.use(requireAdminToken(deps.token), jsonBody(64 * 1024));
   const v = (name: string, schema: object) => compileRequestValidator(deps.ajv, `${SCHEMA_BASE}/admin/${name}.json`, schema);
 
   const createTenant = v('create-tenant', {

@@ -1,6 +1,7 @@
 // The one place that renders errors: RFC 9457 `application/problem+json` with the service
 // code (`error_code`, and `type` ending in `#<code>`), the occurrence (`instance`, `trace_id`)
 // and the JSON pointers of invalid fields. No stack trace or upstream body reaches a client.
+import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { HTTP_ONLY } from '../errors/catalogue.ts';
@@ -26,8 +27,12 @@ export function problemBody(err: GatewayError, instance: string, traceId: string
 
 export function sendProblem(res: Response, err: GatewayError): void {
   const trace = res.locals.trace as { traceId: string } | undefined;
-  for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
-  res.status(err.status).type('application/problem+json').send(JSON.stringify(problemBody(err, res.req.originalUrl.split('?')[0]!, trace?.traceId)));
+  writeProblem(res, err, res.req.originalUrl.split('?')[0]!, trace?.traceId);
+}
+
+/** A problem answer on any node response (express's, or the fast lane's raw one). */
+export function writeProblem(res: ServerResponse, err: GatewayError, instance: string, traceId: string | undefined): void {
+  writeJson(res, err.status, problemBody(err, instance, traceId), { ...err.headers, 'content-type': 'application/problem+json' });
 }
 
 /**
@@ -36,15 +41,20 @@ export function sendProblem(res: Response, err: GatewayError): void {
  * the body has the documented shape; no task exists under it (a GET of it answers 404). The
  * problem's `errors` list rides along for the pointers.
  */
-export function sendTaskInfoValidationError(res: Response, err: GatewayError): void {
+export function writeTaskInfoValidationError(res: ServerResponse, err: GatewayError, traceId: string | undefined): void {
   const now = isoNow(systemClock);
-  const trace = res.locals.trace as { traceId: string } | undefined;
-  res.status(err.status).json({
+  writeJson(res, err.status, {
     task_info: { id: newUuid(), status: 'failed', created_at: now, updated_at: now, error: err.toTaskError() },
     error: { title: err.title, error_code: err.code, detail: err.detail },
     ...(err.errors.length ? { errors: err.errors } : {}),
-    ...(trace ? { trace_id: trace.traceId } : {}),
+    ...(traceId ? { trace_id: traceId } : {}),
   });
+}
+
+/** A JSON answer with its length (as express's res.json sends it, without express). */
+export function writeJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers, 'content-length': Buffer.byteLength(text) }).end(text);
 }
 
 /** Translate what express and body-parser throw into GatewayErrors; anything unknown is 4002. */

@@ -15,8 +15,8 @@ import { requireApiKey } from './auth.ts';
 import { jsonBody } from './body.ts';
 import { readMediaBody } from '../media/body.ts';
 import { mediaBlobs } from '../media/blobs.ts';
-import { authOf, requireScope } from './context.ts';
-import { sendTaskInfoValidationError } from './problem.ts';
+import { authOf, requireScope, type AuthContext } from './context.ts';
+import { writeJson, writeTaskInfoValidationError } from './problem.ts';
 import { traceOf } from './traceparent.ts';
 
 export interface TaskRouteDeps {
@@ -36,7 +36,7 @@ export function mountTaskRoutes(app: Express, vendors: readonly VendorPlan[], de
     for (const route of vendor.routes) {
       if (route.kind === 'async') {
         // Routes taking Base64 images read their body after auth, inside the handler (engine/media/body.ts).
-        app.post(route.path, ...(route.mediaBody ? [] : jsonBody(route.maxBodyBytes)), auth, createHandler(route, deps));
+        app.post(route.path, ...(route.mediaBody ? [] : [jsonBody(route.maxBodyBytes)]), auth, createHandler(route, deps));
         add(route.path, 'POST');
         app.get(`${route.path}/:task_id`, auth, readHandler(route, new Set([route.key]), deps));
         add(`${route.path}/:task_id`, 'GET');
@@ -58,27 +58,43 @@ function createHandler(route: AsyncRoutePlan, deps: TaskRouteDeps) {
     let taskHoldsMedia = false;
     try {
       if (route.mediaBody) await readMediaBody(req, res, route.maxBodyBytes, route.media);
-      // A retried create with the same Idempotency-Key replays the first answer: one task, one hold.
-      ({ response } = await deps.idempotency.run(
-        { tenantId: auth.tenantId, key: req.get('idempotency-key'), method: 'POST', path: route.path, body: req.body },
-        async () => {
-          const request = await route.validate(req.body);
-          const task = await deps.lifecycle.create(route, auth.tenantId, request, traceOf(res).traceparent);
-          taskHoldsMedia = true;
-          return { status: route.successStatus, headers: {}, body: { task_info: taskInfo(task) } };
-        },
-      ));
+      response = await runCreate(route, deps, auth, req.body, req.get('idempotency-key'), traceOf(res).traceparent, () => (taskHoldsMedia = true));
     } catch (err) {
       // Routes like video model A answer a 400 with a task_info-shaped body instead of a problem.
-      if (err instanceof GatewayError && route.validationShape === 'task_info' && err.status === 400) return sendTaskInfoValidationError(res, err);
+      if (err instanceof GatewayError && route.validationShape === 'task_info' && err.status === 400) return writeTaskInfoValidationError(res, err, traceOf(res).traceId);
       throw err;
     } finally {
       // Media blobs this request parsed go to its task (released after the upstream submit), else now.
       if (!taskHoldsMedia && res.locals.mediaTokens) mediaBlobs.release(res.locals.mediaTokens as string[]);
     }
-    for (const [k, v] of Object.entries(response.headers)) res.setHeader(k, v);
-    res.status(response.status).json(response.body);
+    writeJson(res, response.status, response.body, response.headers);
   };
+}
+
+/**
+ * A create after authentication and limits, for the express handler and the fast lane alike:
+ * a retried create with the same Idempotency-Key replays the first answer (one task, one hold);
+ * otherwise validate, then hand the task to the lifecycle.
+ */
+export async function runCreate(
+  route: AsyncRoutePlan,
+  deps: TaskRouteDeps,
+  auth: AuthContext,
+  body: unknown,
+  idempotencyKey: string | undefined,
+  traceparent: string,
+  onCreated?: () => void,
+): Promise<StoredResponse> {
+  const { response } = await deps.idempotency.run(
+    { tenantId: auth.tenantId, key: idempotencyKey, method: 'POST', path: route.path, body },
+    async () => {
+      const request = await route.validate(body);
+      const task = await deps.lifecycle.create(route, auth.tenantId, request, traceparent);
+      onCreated?.();
+      return { status: route.successStatus, headers: {}, body: { task_info: taskInfo(task) } };
+    },
+  );
+  return response;
 }
 
 function readHandler(route: AsyncRoutePlan | StatusRoutePlan, routes: ReadonlySet<string>, deps: TaskRouteDeps) {

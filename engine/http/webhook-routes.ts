@@ -15,9 +15,9 @@
 //
 // Lists of deliveries are newest first with cursor pagination: `?limit=1..100` (default 20)
 // and `?starting_after=<last id of the previous page>`.
-import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { GatewayError } from '../errors/gateway-error.ts';
-import { HTTP_ONLY } from '../errors/catalogue.ts';
+import { jsonBody } from './body.ts';
 import { authOf, requireScope } from './context.ts';
 import type { WebhookEndpoints } from '../webhooks/endpoints.ts';
 import type { WebhookDeliveries } from '../webhooks/deliveries.ts';
@@ -40,7 +40,7 @@ export function webhookRouter(deps: WebhookRouteDeps, opts: { prefix?: string; a
   const { endpoints, deliveries } = deps;
   const prefix = opts.prefix ?? '/v1';
   const r = Router();
-  const json = jsonBody();
+  const json = jsonBody(16 * 1024);
   if (opts.auth) r.use([`${prefix}/webhooks`, `${prefix}/events`], opts.auth);
 
   const tenant = (res: Response, action: 'read' | 'create'): string => {
@@ -85,26 +85,6 @@ export function webhookRouter(deps: WebhookRouteDeps, opts: { prefix?: string; a
     res.json(await deliveries.listForEvent(tenant(res, 'read'), param(req, 'id'), pageOf(req)));
   });
   return r;
-}
-
-/** JSON body parser for these routes only (so it never eats another route's body), with its
- *  failures turned into GatewayErrors. Skips a body the app already parsed. */
-function jsonBody(): RequestHandler {
-  const parse = express.json({ limit: '16kb' });
-  return (req: Request, res: Response, next: NextFunction) => {
-    parse(req, res, (err?: unknown) => {
-      if (!err) return next();
-      const type = (err as { type?: string }).type;
-      if (type === 'entity.too.large') {
-        const t = HTTP_ONLY.payloadTooLarge;
-        return next(new GatewayError(t.code, 'The request body is too large.', { status: t.status, title: t.title }));
-      }
-      if (type === 'entity.parse.failed') {
-        return next(new GatewayError(2001, 'The request body is not valid JSON.', { errors: [{ pointer: '', detail: 'malformed JSON' }] }));
-      }
-      next(err);
-    });
-  };
 }
 
 function param(req: Request, name: string): string {

@@ -1,16 +1,15 @@
-// The request-body reader of routes with `request.media`: like jsonBody (engine/http/body.ts) —
-// JSON only (415 otherwise), a per-route size limit (413, known from Content-Length before a
-// byte is read) — but a large body is parsed, and its large media checked, in the media pool,
-// so a burst of big uploads does not stall the event loop (see pool.ts, blobs.ts).
+// The request-body reader of routes with `request.media`: the checks of every JSON route
+// (engine/http/raw-body.ts: 415, 413 from Content-Length before a byte is read) — but a large
+// body is parsed, and its large media checked, in the media pool, so a burst of big uploads
+// does not stall the event loop (see pool.ts, blobs.ts).
 // The blob tokens the request holds are left on res.locals.mediaTokens.
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { HTTP_ONLY } from '../errors/catalogue.ts';
+import { hasBody, malformedJson, refuseUnlessJson, tooLarge } from '../http/raw-body.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { MediaRule } from './checks.ts';
 import { acquireBodyBuffer } from './buffers.ts';
 import { MalformedJsonError, mediaOptions, parseMediaBody } from './pool.ts';
 
-const isJsonType = (type: string) => /^application\/([\w.+-]*\+)?json\b/i.test(type);
 /** Small bodies are read at full speed; past this, one chunk per event-loop turn. */
 const YIELD_AFTER_BYTES = 256 * 1024;
 
@@ -22,25 +21,9 @@ export function mediaJsonBody(limitBytes: number, rules: readonly MediaRule[]): 
 
 /** Read and parse the body into req.body (undefined when there is none). */
 export async function readMediaBody(req: Request, res: Response, limit: number, rules: readonly MediaRule[]): Promise<void> {
+  if (!hasBody(req)) return;
+  refuseUnlessJson(req, limit);
   const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
-  const hasBody = req.headers['transfer-encoding'] !== undefined || (declared ?? 0) > 0;
-  if (!hasBody) return;
-  const type = req.headers['content-type'] ?? '';
-  const charset = /;\s*charset=("?)([^";]+)\1/i.exec(type)?.[2]?.toLowerCase();
-  const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
-  if (!isJsonType(type) || (charset && charset !== 'utf-8' && charset !== 'utf8') || encoding !== 'identity') {
-    const h = HTTP_ONLY.unsupportedMediaType;
-    req.resume();
-    throw new GatewayError(h.code, 'Send the request body as uncompressed UTF-8 JSON with Content-Type: application/json.', { status: h.status, title: h.title });
-  }
-  const tooLarge = () => {
-    const h = HTTP_ONLY.payloadTooLarge;
-    return new GatewayError(h.code, `The request body exceeds this endpoint's limit of ${limit} bytes.`, { status: h.status, title: h.title });
-  };
-  if (declared !== undefined && declared > limit) {
-    req.resume();
-    throw tooLarge();
-  }
   // With a Content-Length, chunks go straight into one buffer of that size (no large concat).
   // A buffer of its own (transferable to a worker), not zero-filled; large ones are reused.
   let buf: Uint8Array = declared && Number.isFinite(declared) && declared >= mediaOptions().inlineBelowBytes
@@ -56,7 +39,7 @@ export async function readMediaBody(req: Request, res: Response, limit: number, 
       reject(err instanceof GatewayError ? err : new GatewayError(2000, 'The request was aborted by the client.'));
     };
     const onData = (chunk: Buffer) => {
-      if (length + chunk.length > limit) return fail(tooLarge());
+      if (length + chunk.length > limit) return fail(tooLarge(limit));
       if (length + chunk.length > buf.length) {
         const grown = Buffer.allocUnsafeSlow(Math.min(limit, Math.max(buf.length * 2, length + chunk.length)));
         grown.set(buf.subarray(0, length));
@@ -82,7 +65,7 @@ export async function readMediaBody(req: Request, res: Response, limit: number, 
     res.locals.mediaTokens = parsed.tokens;
   } catch (err) {
     if (err instanceof MalformedJsonError) {
-      throw new GatewayError(2001, `Malformed JSON in the request body: ${err.message}.`, { errors: [{ pointer: '', detail: 'is not valid JSON', code: 2001 }] });
+      throw malformedJson(err.message);
     }
     throw err;
   }

@@ -1,53 +1,7 @@
 // Request bodies of proxied routes: read raw (the exact bytes are what the upstream gets,
 // unless the gateway must change something), parsed once for validation, and rewritten only
 // when needed — without losing integers beyond 2^53 (a `seed` near 2^63 keeps its digits).
-import type { IncomingMessage } from 'node:http';
-import { HTTP_ONLY } from '../errors/catalogue.ts';
-import { GatewayError } from '../errors/gateway-error.ts';
 import { setPath, type Getter } from './json-path.ts';
-
-const JSON_TYPE = /^application\/([\w.+-]*\+)?json\b/i;
-
-export function tooLarge(limit: number): GatewayError {
-  const h = HTTP_ONLY.payloadTooLarge;
-  return new GatewayError(h.code, `The request body exceeds this endpoint's limit of ${limit} bytes.`, { status: h.status, title: h.title, headers: { connection: 'close' } });
-}
-
-/** The raw body, refused with 415 unless declared JSON and with 413 over `limit` bytes. */
-export function readJsonBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) {
-    const h = HTTP_ONLY.unsupportedMediaType;
-    return Promise.reject(new GatewayError(h.code, 'Send the request body as JSON with Content-Type: application/json.', { status: h.status, title: h.title }));
-  }
-  const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));
-  return new Promise((resolve, reject) => {
-    let first: Buffer | undefined;
-    let chunks: Buffer[] | undefined;
-    let size = 0;
-    const onData = (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        req.off('data', onData);
-        reject(tooLarge(limit));
-        return;
-      }
-      if (!first) first = c;
-      else (chunks ??= [first]).push(c);
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve(chunks ? Buffer.concat(chunks, size) : (first ?? Buffer.alloc(0))));
-    req.once('error', () => reject(new GatewayError(2000, 'The request was aborted by the client.')));
-  });
-}
-
-export function parseJson(raw: Buffer): unknown {
-  try {
-    return JSON.parse(raw.toString('utf8'));
-  } catch (err) {
-    throw new GatewayError(2001, `Malformed JSON in the request body: ${(err as Error).message}.`, { errors: [{ pointer: '', detail: 'is not valid JSON', code: 2001 }] });
-  }
-}
 
 type Reviver = (this: unknown, key: string, value: unknown, context?: { source?: string }) => unknown;
 
