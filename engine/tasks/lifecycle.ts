@@ -18,7 +18,7 @@ import { MediaGoneError, mediaBlobs, tokensIn } from '../media/blobs.ts';
 import { adoptMedia, forgetSharedMedia, shareMedia, type SharedMediaStore } from '../media/shared.ts';
 import { mapUpstreamError, UpstreamFailure, type UpstreamErrorFacts } from '../upstream/failure.ts';
 import type { UpstreamResponse } from '../upstream/client.ts';
-import { isoNow, type Clock } from '../util/clock.ts';
+import { isoAt, isoNow, type Clock } from '../util/clock.ts';
 import { newUuid } from '../util/ids.ts';
 import type { TaskAccounting } from './accounting.ts';
 import type { TaskStore } from './store.ts';
@@ -74,7 +74,7 @@ export class TaskLifecycle {
 
   async create(route: AsyncRoutePlan, tenantId: string, request: Record<string, unknown>, traceparent?: string): Promise<TaskRecord> {
     const now = this.d.clock.now();
-    const at = new Date(now).toISOString();
+    const at = isoAt(now);
     const task: TaskRecord = {
       id: newUuid(),
       tenant_id: tenantId,

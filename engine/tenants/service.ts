@@ -1,6 +1,6 @@
 // Tenants and API keys: issuing (shown once, stored as a hash), revoking (effective at once:
 // every request looks the key up), and authenticating a bearer header into an AuthContext.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { AuthContext } from '../http/context.ts';
 import { isoNow, type Clock } from '../util/clock.ts';
@@ -19,7 +19,7 @@ export interface IssueKeyOptions {
   secret?: string;
 }
 
-export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex');
+export const hashKey = (key: string): string => hash('sha256', key, 'hex');
 
 export class TenantService {
   private readonly store: TenantStore;

@@ -77,7 +77,9 @@ export class UpstreamClient {
     }
     let text: string;
     try {
-      text = await readLimited(res.body, MAX_UPSTREAM_BODY);
+      // A declared length within the limit is read in one go; otherwise chunk by chunk, counting.
+      const declared = Number(res.headers['content-length'] ?? Number.NaN);
+      text = declared <= MAX_UPSTREAM_BODY ? await res.body.text() : await readLimited(res.body, MAX_UPSTREAM_BODY);
     } catch (err) {
       throw classifyNetworkError(err, c.stage);
     }

@@ -24,5 +24,18 @@ export class ManualClock implements Clock {
 }
 
 export function isoNow(clock: Clock): string {
-  return new Date(clock.now()).toISOString();
+  return isoAt(clock.now());
+}
+
+// Several records a millisecond share their timestamp: format it once.
+let lastMs = Number.NaN;
+let lastIso = '';
+
+/** ISO 8601 (UTC, milliseconds) of an epoch-milliseconds time. */
+export function isoAt(ms: number): string {
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString();
+    lastMs = ms;
+  }
+  return lastIso;
 }
