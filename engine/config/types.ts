@@ -8,7 +8,7 @@ export interface GatewayConfig {
     shutdown_grace_ms: number;
     trust_proxy: boolean;
   };
-  store: { kind: 'memory' | 'redis'; redis_url: string; key_prefix: string; job_lock_ms: number };
+  store: { kind: 'memory' | 'redis'; redis_url: string; key_prefix: string; job_lock_ms: number; task_retention_hours: number };
   sandbox: { enabled: boolean; demo_api_key?: string; demo_credits: string; queued_ms: number; running_ms: number };
   admin: { token: string };
   timing: { scale: number; poll_error_limit: number; sweep_interval_ms: number; sweep_grace_ms: number };

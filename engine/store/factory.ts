@@ -41,11 +41,13 @@ export interface Stores {
 }
 
 export async function createStores(config: GatewayConfig, role: Role, onJobError: JobErrorReporter, onConnectionError: (err: Error) => void = () => {}): Promise<Stores> {
+  // Finished tasks are forgotten after the retention period (not scaled: it is wall-clock policy).
+  const finishedTtlMs = config.store.task_retention_hours * 3_600_000;
   if (config.store.kind === 'memory') {
     if (role !== 'all') throw new Error(`--role ${role} needs store.kind redis: with the memory store one process does everything`);
     const scheduler = new MemoryJobScheduler(onJobError);
     return {
-      tasks: new MemoryTaskStore(),
+      tasks: new MemoryTaskStore({ finishedTtlMs }),
       tenants: new MemoryTenantStore(),
       wallets: new MemoryWalletStore(),
       limits: new MemoryLimitsStore(),
@@ -78,7 +80,7 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
     onError: onJobError,
   });
   return {
-    tasks: new RedisTaskStore(o),
+    tasks: new RedisTaskStore({ ...o, finishedTtlMs }),
     tenants: new RedisTenantStore(o),
     wallets: new RedisWalletStore(o),
     limits: new RedisLimitsStore(o),

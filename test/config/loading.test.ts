@@ -126,6 +126,9 @@ describe('config loading', () => {
     const dev = loadConfigFile(join(ROOT, 'config.yaml'), { env: {} });
     expect(dev.sandbox.enabled).to.equal(true);
     expect(dev.store.kind).to.equal('memory');
+    expect(dev.store.task_retention_hours).to.equal(720);
+    expect(loadConfigText('server: {}\nstore: {}\nsandbox: {}\n', ROOT, { env: {} }).store.task_retention_hours, 'the default').to.equal(720);
+    expect(() => loadConfigText('server: {}\nstore: { task_retention_hours: -1 }\nsandbox: {}\n', ROOT, { env: {} })).to.throw(LoadError, /task_retention_hours/);
     const prod = loadConfigFile(join(ROOT, 'config.production.yaml'), { env: { REDIS_URL: 'redis://r:6379', GATEWAY_ADMIN_TOKEN: 't', PROVIDER_B_BASE_URL: 'https://mj.example.com', PROVIDER_B_API_KEY: 'k' } });
     expect(prod.sandbox.enabled).to.equal(false);
     expect(prod.upstreams.provider_b!.credentials!.api_key).to.equal('k');

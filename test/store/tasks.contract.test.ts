@@ -3,6 +3,7 @@ import { MemoryTaskStore } from '../../engine/store/memory/tasks.ts';
 import { RedisTaskStore } from '../../engine/store/redis/tasks.ts';
 import type { TaskStore } from '../../engine/tasks/store.ts';
 import type { TaskRecord } from '../../engine/tasks/task.ts';
+import { ManualClock } from '../../engine/util/clock.ts';
 import { forEachBackend, keysUnder, rejectionOf } from './support.ts';
 
 const T = '7d3f1c2a-0000-4000-8000-000000000001';
@@ -164,6 +165,42 @@ forEachBackend('TaskStore contract', (env) => {
     expect((await a.listUnsettled(3)).map((t) => t.id)).to.deep.equal(['s35', 's36', 's37']);
     expect(await a.listUnsettled(100)).to.have.length(5);
   });
+
+  if (!env.isRedis) {
+    describe('memory specifics', () => {
+      it('finishedTtlMs: a finished task is forgotten after the retention period, an active or unfinalized one never', async () => {
+        const clock = new ManualClock();
+        const s = new MemoryTaskStore({ finishedTtlMs: 60_000, clock });
+        await s.create(task('done'));
+        await s.create(task('unsettled'));
+        await s.create(task('active'));
+        await s.transition('done', ['pending'], { status: 'completed', finalized: false });
+        await s.transition('done', ['completed'], { finalized: true });
+        await s.transition('unsettled', ['pending'], { status: 'failed', finalized: false });
+        clock.advance(59_999);
+        await s.create(task('later'));
+        expect(await s.get('done')).to.have.property('status', 'completed');
+        clock.advance(1);
+        await s.create(task('later2'));
+        expect(await s.get('done')).to.equal(undefined);
+        clock.advance(3_600_000);
+        await s.create(task('later3'));
+        expect(await s.get('unsettled')).to.have.property('status', 'failed');
+        expect(await s.get('active')).to.have.property('status', 'pending');
+        expect(() => new MemoryTaskStore({ finishedTtlMs: -1 })).to.throw(/finishedTtlMs/);
+      });
+
+      it('without a retention period finished tasks are kept', async () => {
+        const clock = new ManualClock();
+        const s = new MemoryTaskStore({ clock });
+        await s.create(task('done'));
+        await s.transition('done', ['pending'], { status: 'completed', finalized: true });
+        clock.advance(365 * 86_400_000);
+        await s.create(task('later'));
+        expect(await s.get('done')).to.have.property('status', 'completed');
+      });
+    });
+  }
 
   if (env.isRedis) {
     describe('redis specifics', () => {
