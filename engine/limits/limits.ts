@@ -9,7 +9,7 @@
 // Spend counts on the UTC day the hold was taken (a task held at 23:59 and settled at 00:01 counts
 // on the first day).
 import { GatewayError } from '../errors/gateway-error.ts';
-import { systemClock, type Clock } from '../util/clock.ts';
+import { isoAt, systemClock, type Clock } from '../util/clock.ts';
 import { assertMilli, formatCredits, type Milli } from '../billing/money.ts';
 import type { SpendGuard } from '../billing/wallet.ts';
 import { LimitsConfig, type EffectiveLimits, type LimitsConfigInput, type RateScope, type RateWindows, type TenantLimitsInput } from './config.ts';
@@ -152,6 +152,6 @@ export class LimitsService implements SpendGuard {
   }
 
   private today(): string {
-    return new Date(this.clock.now()).toISOString().slice(0, 10);
+    return isoAt(this.clock.now()).slice(0, 10);
   }
 }

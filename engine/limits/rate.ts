@@ -5,8 +5,8 @@
 // across a boundary; that is the usual trade for O(1) atomic counters.) The library keeps each
 // counter a little longer than its window (TTL) and we never read an old window again.
 //
-// Scopes are checked one after another, most specific first (key, model, tenant), each scope's
-// windows together. A refused request is given back to every counter it touched, so refused
+// Every scope's windows are counted at once; a refusal names the most specific scope refused
+// (key, model, tenant). A refused request is given back to every counter it touched, so refused
 // requests never count: a client hammering one key cannot use up its tenant's or model's budget.
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { GatewayError } from '../errors/gateway-error.ts';
@@ -49,9 +49,8 @@ export class RateLimits {
   /** Count one request against each scope's windows, or throw 1004 with Retry-After (nothing counted). */
   async check(scopes: { scope: RateScope; id: string; windows: RateWindows }[]): Promise<void> {
     const now = this.clock.now();
-    const taken: Counter[] = [];
+    const counters: Counter[] = [];
     for (const { scope, id, windows } of scopes) {
-      const counters: Counter[] = [];
       for (const window of RATE_WINDOWS) {
         const points = windows[window];
         if (points === null) continue;
@@ -59,28 +58,29 @@ export class RateLimits {
         const n = Math.floor(now / ms);
         counters.push({ limiter: this.limiter(scope, window, points), key: `${id}:${n}`, scope, window, points, retryAfterMs: (n + 1) * ms - now });
       }
-      const results = await Promise.allSettled(counters.map((c) => c.limiter.consume(c.key, 1)));
-      const refused: Counter[] = [];
-      let failure: unknown;
-      results.forEach((r, i) => {
-        if (r.status === 'fulfilled') return taken.push(counters[i]!);
-        if (r.reason instanceof RateLimiterRes) {
-          taken.push(counters[i]!); // it was counted too; give it back below
-          refused.push(counters[i]!);
-        } else failure ??= r.reason;
-      });
-      if (refused.length > 0 || failure !== undefined) {
-        await Promise.allSettled(taken.map((c) => c.limiter.reward(c.key, 1)));
-        if (failure !== undefined) {
-          throw new GatewayError(4003, 'The rate-limit store is unavailable.', { cause: failure });
-        }
-        const worst = refused.reduce((a, b) => (b.retryAfterMs > a.retryAfterMs ? b : a));
-        const retryAfter = Math.max(1, Math.ceil(worst.retryAfterMs / 1000));
-        throw new GatewayError(1004, `Rate limit exceeded: ${worst.points} requests per ${WINDOW_TEXT[worst.window]} for ${SCOPE_TEXT[worst.scope]}.`, {
-          headers: { 'Retry-After': String(retryAfter) },
-        });
-      }
     }
+    if (counters.length === 0) return;
+    // Every counter at once (one round trip on Redis); a refusal gives every counter back.
+    const results = await Promise.allSettled(counters.map((c) => c.limiter.consume(c.key, 1)));
+    let refused: Counter | undefined;
+    let failure: unknown;
+    const taken: Counter[] = [];
+    results.forEach((r, i) => {
+      const c = counters[i]!;
+      if (r.status === 'fulfilled') return taken.push(c);
+      if (r.reason instanceof RateLimiterRes) {
+        taken.push(c); // it was counted too; give it back below
+        // The answer names the first scope refused (key, model, tenant), its longest wait.
+        if (!refused || (c.scope === refused.scope && c.retryAfterMs > refused.retryAfterMs)) refused = c;
+      } else failure ??= r.reason;
+    });
+    if (!refused && failure === undefined) return;
+    await Promise.allSettled(taken.map((c) => c.limiter.reward(c.key, 1)));
+    if (failure !== undefined) throw new GatewayError(4003, 'The rate-limit store is unavailable.', { cause: failure });
+    const retryAfter = Math.max(1, Math.ceil(refused!.retryAfterMs / 1000));
+    throw new GatewayError(1004, `Rate limit exceeded: ${refused!.points} requests per ${WINDOW_TEXT[refused!.window]} for ${SCOPE_TEXT[refused!.scope]}.`, {
+      headers: { 'Retry-After': String(retryAfter) },
+    });
   }
 
   private limiter(scope: RateScope, window: RateWindow, points: number): CounterLimiter {

@@ -18,10 +18,11 @@ import {
   type WalletStore,
 } from '../../billing/store.ts';
 import type { Milli } from '../../billing/money.ts';
+import { LedgerLog } from './ledger-log.ts';
 
 interface WalletState {
   wallet: WalletRecord;
-  entries: LedgerEntry[];
+  entries: LedgerLog;
   holds: Map<string, HoldRecord>;
   /** Refs of the holds still open (amount > 0). */
   open: Set<string>;
@@ -84,7 +85,7 @@ export class MemoryWalletStore implements WalletStore {
     // entries[i].seq === i + 1, so the page is a slice.
     const end = beforeSeq === undefined ? entries.length : Math.min(entries.length, Math.max(0, beforeSeq - 1));
     const start = Math.max(0, end - limit);
-    const page = entries.slice(start, end).reverse().map((e) => ({ ...e }));
+    const page = entries.slice(start, end).reverse();
     return { entries: page, nextBeforeSeq: start > 0 ? start + 1 : null };
   }
 
@@ -111,7 +112,7 @@ export class MemoryWalletStore implements WalletStore {
     const s = this.state(tenantId);
     return {
       wallet: { ...s.wallet },
-      entries: s.entries.map((e) => ({ ...e })),
+      entries: s.entries.slice(0),
       holds: [...s.holds.values()].map((h) => ({ ...h })),
     };
   }
@@ -151,7 +152,7 @@ export class MemoryWalletStore implements WalletStore {
     if (!s) {
       s = {
         wallet: { tenantId, balance: 0, held: 0, threshold: null, alertState: 'NORMAL', lastAlertAt: null, seq: 0 },
-        entries: [],
+        entries: new LedgerLog(),
         holds: new Map(),
         open: new Set(),
         credits: new Map(),
