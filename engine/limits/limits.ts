@@ -43,7 +43,7 @@ export class LimitsService implements SpendGuard {
   private readonly rates: RateLimits;
   private readonly tenantOverrides: LimitsServiceOptions['tenantOverrides'];
   private readonly overridesTtlMs: number;
-  private readonly overrides = new Map<string, { at: number; value: TenantLimitsInput | undefined }>();
+  private readonly overrides = new Map<string, { at: number; value: TenantLimitsInput | undefined; merged: Map<string, EffectiveLimits> }>();
 
   constructor(opts: LimitsServiceOptions) {
     this.store = opts.store;
@@ -60,11 +60,18 @@ export class LimitsService implements SpendGuard {
     const now = this.clock.now();
     let cached = this.overrides.get(tenantId);
     if (!cached || now - cached.at >= this.overridesTtlMs) {
-      cached = { at: now, value: await this.tenantOverrides(tenantId) };
+      cached = { at: now, value: await this.tenantOverrides(tenantId), merged: new Map() };
       if (this.overrides.size > 10_000) this.overrides.clear();
       this.overrides.set(tenantId, cached);
     }
-    return this.config.forTenant(tenantId, model, cached.value);
+    // Merged once per tenant and model while the overrides are cached (stable objects, too).
+    const key = model ?? '';
+    let eff = cached.merged.get(key);
+    if (!eff) {
+      eff = this.config.forTenant(tenantId, model, cached.value);
+      if (cached.merged.size < 1_000) cached.merged.set(key, eff);
+    }
+    return eff;
   }
 
   /** Forget a tenant's cached overrides (they were just changed in this process). */

@@ -27,6 +27,13 @@ export const memoryRateLimiterFactory: RateLimiterFactory = (opts) => new RateLi
 const WINDOW_TEXT: Record<RateWindow, string> = { per_second: 'second', per_minute: 'minute', per_day: 'day' };
 const SCOPE_TEXT: Record<RateScope, string> = { key: 'this API key', tenant: 'this account', model: 'this model' };
 
+interface WindowPlan {
+  window: RateWindow;
+  points: number;
+  ms: number;
+  limiter: CounterLimiter;
+}
+
 interface Counter {
   limiter: CounterLimiter;
   key: string;
@@ -40,6 +47,7 @@ export class RateLimits {
   private readonly factory: RateLimiterFactory;
   private readonly clock: Clock;
   private readonly limiters = new Map<string, CounterLimiter>();
+  private readonly plans = new WeakMap<RateWindows, Map<RateScope, WindowPlan[]>>();
 
   constructor(factory: RateLimiterFactory, clock: Clock) {
     this.factory = factory;
@@ -51,12 +59,9 @@ export class RateLimits {
     const now = this.clock.now();
     const counters: Counter[] = [];
     for (const { scope, id, windows } of scopes) {
-      for (const window of RATE_WINDOWS) {
-        const points = windows[window];
-        if (points === null) continue;
-        const ms = WINDOW_MS[window];
+      for (const { window, points, ms, limiter } of this.plan(scope, windows)) {
         const n = Math.floor(now / ms);
-        counters.push({ limiter: this.limiter(scope, window, points), key: `${id}:${n}`, scope, window, points, retryAfterMs: (n + 1) * ms - now });
+        counters.push({ limiter, key: `${id}:${n}`, scope, window, points, retryAfterMs: (n + 1) * ms - now });
       }
     }
     if (counters.length === 0) return;
@@ -81,6 +86,22 @@ export class RateLimits {
     throw new GatewayError(1004, `Rate limit exceeded: ${refused!.points} requests per ${WINDOW_TEXT[refused!.window]} for ${SCOPE_TEXT[refused!.scope]}.`, {
       headers: { 'Retry-After': String(retryAfter) },
     });
+  }
+
+  /** The limited windows of a scope with their limiters, worked out once per limits object. */
+  private plan(scope: RateScope, windows: RateWindows): WindowPlan[] {
+    let byScope = this.plans.get(windows);
+    if (!byScope) this.plans.set(windows, (byScope = new Map()));
+    let plan = byScope.get(scope);
+    if (!plan) {
+      plan = [];
+      for (const window of RATE_WINDOWS) {
+        const points = windows[window];
+        if (points !== null) plan.push({ window, points, ms: WINDOW_MS[window], limiter: this.limiter(scope, window, points) });
+      }
+      byScope.set(scope, plan);
+    }
+    return plan;
   }
 
   private limiter(scope: RateScope, window: RateWindow, points: number): CounterLimiter {
