@@ -60,6 +60,11 @@ export class LowBalanceMonitor {
     const now = this.clock.now();
     const w = await this.store.get(tenantId);
     const threshold = w.threshold ?? this.defaultThreshold;
+    // Well funded and not alerted (the common case): nothing to decide or store. A settlement
+    // racing this one that does cross the threshold decides on its own fresher read.
+    if (w.balance - w.held >= threshold && w.alertState === 'NORMAL') {
+      return { alert: false, state: 'NORMAL', recovered: false, available: w.balance - w.held, threshold };
+    }
     const couldAlert =
       w.balance - w.held < threshold &&
       (w.alertState === 'NORMAL' || w.lastAlertAt === null || now - w.lastAlertAt >= this.throttleMs);
