@@ -18,7 +18,9 @@
 // 3. Unloaded stream time-to-first-byte: one connection, one request at a time; the upstream
 //    holds its stream open 20 ms after the first event.
 //
-// Env: BENCH_SECONDS (default 4) per run, BENCH_WARMUP_SECONDS (1.5), BENCH_RATE (2000).
+// Env: BENCH_SECONDS (default 4) per run, BENCH_WARMUP_SECONDS (1.5) before each run,
+//      BENCH_PREWARM_SECONDS (6) of sync and streamed load through each proxy before the first
+//      run, BENCH_RATE (2000).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +30,7 @@ const HERE = fileURLToPath(new URL('./', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 1.5);
 const RATE = Number(process.env.BENCH_RATE ?? 2000);
+const PREWARM = Number(process.env.BENCH_PREWARM_SECONDS ?? 6);
 const CONNECTIONS = [10, 64] as const;
 
 export const TARGETS = {
@@ -131,7 +134,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * `connections` loops sending back to back (closed loop), or, with `rate`, each loop sending on
  * a schedule (rate / connections per second) with latency counted from the scheduled start.
  */
-async function load(t: Target, stream: boolean, connections: number, rate?: number): Promise<Sample> {
+async function load(t: Target, stream: boolean, connections: number, rate?: number, warmupSeconds = WARMUP): Promise<Sample> {
   const pool = new Pool(t.url, { connections, pipelining: 1, keepAliveTimeout: 60_000 });
   const body = request(stream);
   const headers = { ...t.headers, 'content-type': 'application/json' };
@@ -156,7 +159,7 @@ async function load(t: Target, stream: boolean, connections: number, rate?: numb
     }
   };
   const workers = Array.from({ length: connections }, (_, i) => worker(i));
-  await sleep(WARMUP * 1000);
+  await sleep(warmupSeconds * 1000);
   const cpu0 = await cpuOf(t.child);
   phase = 'measure';
   const t0 = performance.now();
@@ -209,6 +212,9 @@ export async function main(): Promise<boolean> {
   const paced = new Map<string, Sample>();
   try {
     console.log(`chat proxy benchmark — ${SECONDS}s per run after ${WARMUP}s warm-up; proxies alone on core 0, upstream + load on core 1`);
+    // Servers run for long: each proxy first serves PREWARM seconds of sync and streamed
+    // requests, so the runs measure compiled code, not the JIT's first minutes.
+    for (const t of [minproxy, gateway]) for (const stream of [false, true]) await load(t, stream, 10, undefined, PREWARM / 2);
     console.log('\n1. saturation (closed loop)');
     console.log('mode    conns  target          req/s    p50 ms    p99 ms  cpu µs/req  errors');
     const row = (mode: string, c: number, name: string, s: Sample) =>

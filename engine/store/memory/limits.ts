@@ -1,6 +1,7 @@
 // In-memory LimitsStore: every method reads and writes synchronously, so each is atomic.
 import type { Milli } from '../../billing/money.ts';
 import type { AcquireResult, LimitsStore, SpendReservation } from '../../limits/store.ts';
+import { ShardedMap } from './sharded-map.ts';
 
 interface SpendRef {
   day: string;
@@ -12,7 +13,7 @@ interface TenantSpend {
   /** day -> total */
   days: Map<string, Milli>;
   /** ref -> reservation; kept for RETAIN_DAYS so a late duplicate is still recognised. */
-  refs: Map<string, SpendRef>;
+  refs: ShardedMap<SpendRef>;
 }
 
 const RETAIN_DAYS = 3;
@@ -85,12 +86,12 @@ export class MemoryLimitsStore implements LimitsStore {
 
   private tenantSpend(tenantId: string, today: string): TenantSpend {
     let s = this.spend.get(tenantId);
-    if (!s) this.spend.set(tenantId, (s = { days: new Map(), refs: new Map() }));
+    if (!s) this.spend.set(tenantId, (s = { days: new Map(), refs: new ShardedMap() }));
     if (s.days.size > RETAIN_DAYS) {
       // Drop days (and their refs) older than RETAIN_DAYS before today. "YYYY-MM-DD" sorts as text.
       const cutoff = new Date(Date.parse(`${today}T00:00:00Z`) - RETAIN_DAYS * 86_400_000).toISOString().slice(0, 10);
       for (const d of s.days.keys()) if (d < cutoff) s.days.delete(d);
-      for (const [ref, r] of s.refs) if (r.day < cutoff) s.refs.delete(ref);
+      for (const [ref, r] of s.refs.entries()) if (r.day < cutoff) s.refs.delete(ref); // deleting while iterating a Map is safe
     }
     return s;
   }

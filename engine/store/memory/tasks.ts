@@ -7,6 +7,7 @@ import type { TaskStatus } from '../../descriptors/types.ts';
 import type { TaskStore } from '../../tasks/store.ts';
 import { TERMINAL, type TaskRecord } from '../../tasks/task.ts';
 import { systemClock, type Clock } from '../../util/clock.ts';
+import { ShardedMap } from './sharded-map.ts';
 import { snapshot } from './snapshot.ts';
 
 export interface MemoryTaskStoreOptions {
@@ -16,7 +17,7 @@ export interface MemoryTaskStoreOptions {
 }
 
 export class MemoryTaskStore implements TaskStore {
-  private readonly tasks = new Map<string, Readonly<TaskRecord>>();
+  private readonly tasks = new ShardedMap<Readonly<TaskRecord>>();
   /** Ids of unsettled tasks, in creation order. */
   private readonly unsettled = new Set<string>();
   private readonly finishedTtlMs: number;

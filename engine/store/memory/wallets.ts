@@ -19,11 +19,12 @@ import {
 } from '../../billing/store.ts';
 import type { Milli } from '../../billing/money.ts';
 import { LedgerLog } from './ledger-log.ts';
+import { ShardedMap } from './sharded-map.ts';
 
 interface WalletState {
   wallet: WalletRecord;
   entries: LedgerLog;
-  holds: Map<string, HoldRecord>;
+  holds: ShardedMap<HoldRecord>;
   /** Refs of the holds still open (amount > 0). */
   open: Set<string>;
   /** `${kind}:${ref}` -> the credit entry, for idempotent top-ups and adjustments. */
@@ -110,11 +111,10 @@ export class MemoryWalletStore implements WalletStore {
 
   async snapshot(tenantId: string): Promise<WalletSnapshot> {
     const s = this.state(tenantId);
-    return {
-      wallet: { ...s.wallet },
-      entries: s.entries.slice(0),
-      holds: [...s.holds.values()].map((h) => ({ ...h })),
-    };
+    const entries = s.entries.slice(0);
+    // Holds in the order they were taken: the order of their 'hold' entries in the ledger.
+    const holds = entries.filter((e) => e.kind === 'hold').map((e) => ({ ...s.holds.get(e.ref)! }));
+    return { wallet: { ...s.wallet }, entries, holds };
   }
 
   /** Tenants with a wallet (for tests and audits). */
@@ -153,7 +153,7 @@ export class MemoryWalletStore implements WalletStore {
       s = {
         wallet: { tenantId, balance: 0, held: 0, threshold: null, alertState: 'NORMAL', lastAlertAt: null, seq: 0 },
         entries: new LedgerLog(),
-        holds: new Map(),
+        holds: new ShardedMap(),
         open: new Set(),
         credits: new Map(),
       };
