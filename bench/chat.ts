@@ -266,11 +266,16 @@ export async function main(): Promise<boolean> {
       check(`${mode} added p99, ms (10 conns, ${RATE}/s)`, p(`${mode}/10/gateway`).p99 - p(`${mode}/10/direct`).p99, '<=', TARGETS.added_p99_ms);
       check(`${mode} gateway p99 64 ÷ 10 conns (${RATE}/s)`, p(`${mode}/64/gateway`).p99 / p(`${mode}/10/gateway`).p99, '<=', TARGETS.p99_64_over_10);
       check(`${mode} added p50, ms (10 conns, saturated)`, s(`${mode}/10/gateway`).p50 - s(`${mode}/10/direct`).p50, '<=', TARGETS.added_p50_ms);
-      check(`${mode} gateway p99 64 ÷ 10 conns (saturated)`, s(`${mode}/64/gateway`).p99 / s(`${mode}/10/gateway`).p99, '<=', TARGETS.p99_64_over_10);
     }
     check('stream TTFB above direct, ms (unloaded p50)', tt.gateway - tt.direct, '<=', TARGETS.ttfb_added_ms);
     console.log('\ntargets');
     for (const [name, value, target, ok] of checks) console.log(`  ${ok ? 'ok  ' : 'MISS'} ${name.padEnd(48)} ${f(value, 3).padStart(9)}  (${target})`);
+    // Not a target: at saturation latency is connections ÷ throughput, so p99 grows with the
+    // connection count for any server; the 64 ÷ 10 target is checked at the offered rate above.
+    for (const mode of ['sync', 'stream']) {
+      const ratio = (name: string) => f(s(`${mode}/64/${name}`).p99 / s(`${mode}/10/${name}`).p99);
+      console.log(`  diagnostic: ${mode} p99 64 ÷ 10 conns at saturation: gateway ${ratio('gateway')}, minproxy ${ratio('minproxy')}, direct ${ratio('direct')}`);
+    }
     return checks.every((c) => c[3]);
   } finally {
     for (const c of [mp.child, gw.child, up.child]) c.disconnect();
