@@ -4,7 +4,6 @@
 import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { isoNow, systemClock } from '../util/clock.ts';
 import { newUuid } from '../util/ids.ts';
@@ -57,24 +56,15 @@ export function writeJson(res: ServerResponse, status: number, body: unknown, he
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers, 'content-length': Buffer.byteLength(text) }).end(text);
 }
 
-/** Translate what express and body-parser throw into GatewayErrors; anything unknown is 4002. */
+/**
+ * Errors are GatewayErrors by the time they reach a handler, but for the router's own: a path
+ * parameter that is not valid percent-encoding is a 400 there (2001 here). Anything else is a
+ * bug: 4002, logged.
+ */
 export function toGatewayError(err: unknown, logger: Logger): GatewayError {
   if (err instanceof GatewayError) return err;
-  const e = err as { type?: string; status?: number; limit?: number; message?: string };
-  switch (e.type) {
-    case 'entity.parse.failed':
-      return new GatewayError(2001, `Malformed JSON in the request body: ${e.message ?? 'parse error'}.`, { errors: [{ pointer: '', detail: 'is not valid JSON' }] });
-    case 'entity.too.large': {
-      const h = HTTP_ONLY.payloadTooLarge;
-      return new GatewayError(h.code, `The request body exceeds this endpoint's limit of ${e.limit} bytes.`, { status: h.status, title: h.title });
-    }
-    case 'encoding.unsupported':
-    case 'charset.unsupported': {
-      const h = HTTP_ONLY.unsupportedMediaType;
-      return new GatewayError(h.code, e.message ?? 'Unsupported request encoding.', { status: h.status, title: h.title });
-    }
-    case 'request.aborted':
-      return new GatewayError(2000, 'The request was aborted by the client.');
+  if ((err as { status?: unknown }).status === 400 && err instanceof URIError) {
+    return new GatewayError(2001, 'The request path is not valid percent-encoding.', { errors: [{ pointer: '', detail: 'malformed percent-encoding in the path' }] });
   }
   logger.error({ err }, 'unhandled error');
   return new GatewayError(4002, 'An internal operation failed. Quote the trace id when reporting it.');

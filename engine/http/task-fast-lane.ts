@@ -45,6 +45,7 @@ export class TaskFastLane {
   private async create(req: IncomingMessage, res: ServerResponse, route: AsyncRoutePlan, trace: Trace): Promise<void> {
     const t0 = performance.now();
     let auth: AuthContext | undefined;
+    let creating = false;
     try {
       // The express route's order: body, then key, scope and limits, then the create.
       const body = await readJsonRequest(req, route.maxBodyBytes);
@@ -52,12 +53,15 @@ export class TaskFastLane {
       requireScope(auth, route.vendor, 'create');
       await this.deps.limits.checkRequest({ tenantId: auth.tenantId, keyId: auth.keyId, model: route.key });
       const key = req.headers['idempotency-key'];
+      creating = true;
       const response = await runCreate(route, this.deps, auth, body, Array.isArray(key) ? key.join(', ') : key, trace.traceparent);
       writeJson(res, response.status, response.body, response.headers);
     } catch (err) {
       const e = toGatewayError(err, this.logger);
       if (!res.headersSent && !res.destroyed) {
-        if (route.validationShape === 'task_info' && e.status === 400 && err instanceof GatewayError) writeTaskInfoValidationError(res, e, trace.traceId);
+        // As on the express route: a refused create (not a refused body) of a route like video
+        // model A answers with a task_info-shaped body.
+        if (creating && route.validationShape === 'task_info' && e.status === 400 && err instanceof GatewayError) writeTaskInfoValidationError(res, e, trace.traceId);
         else writeProblem(res, e, route.path, trace.traceId);
       }
     }

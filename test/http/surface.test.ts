@@ -139,6 +139,11 @@ describe('HTTP surface', () => {
       expect(r.body.errors).to.deep.equal([{ pointer: '/task_id', detail: 'must be a UUID' }]);
     });
 
+    it('a path that is not valid percent-encoding → 400 / 2001, not a 500', async () => {
+      const r = await call(gw.url, 'GET', `${IMAGES}/%E0%A4%A`, { key });
+      expectProblem(r, 400, 2001, 'Parameter Validation Failed');
+    });
+
     it('an unknown task id → 404 / 2005', async () => {
       expectProblem(await call(gw.url, 'GET', `${IMAGES}/9b2f0c1e-4a57-4c43-9d5e-6f1f4b1c2a3d`, { key }), 404, 2005, 'Resource Not Found');
     });
