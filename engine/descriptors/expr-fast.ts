@@ -93,7 +93,7 @@ function compile(node: Node): Fn {
     }
     case 'bind': {
       const name = String((node.lhs as Node).value);
-      if (name in BUILTINS) return fallback;
+      if (Object.hasOwn(BUILTINS, name)) return fallback;
       const rhs = compile(node.rhs!);
       return (ctx, scope) => {
         const v = rhs(ctx, scope);
@@ -180,7 +180,7 @@ function compileVariable(name: string): Fn {
   return (_ctx, scope) => {
     for (let s: Scope | undefined = scope; s; s = s.parent) if (s.vars.has(name)) return s.vars.get(name);
     if (scope.bindings && Object.prototype.hasOwnProperty.call(scope.bindings, name)) return scope.bindings[name];
-    if (name in BUILTINS || name in OTHER_BUILTINS) throw FALLBACK; // a function value
+    if (Object.hasOwn(BUILTINS, name) || Object.hasOwn(OTHER_BUILTINS, name)) throw FALLBACK; // a function value
     return undefined;
   };
 }
@@ -374,7 +374,7 @@ function compileFunction(node: Node): Fn {
   const proc = node.procedure!;
   if (proc.type !== 'variable') return fallback;
   const name = String(proc.value);
-  const builtin = BUILTINS[name];
+  const builtin = Object.hasOwn(BUILTINS, name) ? BUILTINS[name] : undefined;
   const args = node.arguments!.map(compile);
   if (!builtin || !builtin.arity.includes(args.length)) return fallback;
   return (ctx, scope) => {

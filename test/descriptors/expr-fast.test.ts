@@ -226,6 +226,9 @@ describe('descriptor expressions: the synchronous fast path agrees with JSONata'
     ['a[b > 1]', { a: [{ b: 1 }, { b: 2 }] }],
     ['[0..2]', {}],
     ['a in [1, 2]', { a: 1 }],
+    ['$constructor(a)', { a: 1 }],
+    ['$toString', {}],
+    ['( $constructor := 1; $constructor )', {}],
   ];
   for (const [src, input, bindings] of table) {
     it(`${src} over ${show(input)}${bindings ? ` with ${show(bindings)}` : ''}`, async () => {
