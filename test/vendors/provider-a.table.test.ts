@@ -1,8 +1,7 @@
 // Video model A: every constraint of the spec's field table, rules 1–7 and limits, one case per
 // row, through a real gateway. Success is 200 (as documented for this endpoint); a validation
 // failure is 400 with a task_info-shaped body (status failed, error {code, title, detail}).
-import type { Gateway } from '../../engine/gateway.ts';
-import { b64, bad, dataUri, enumValues, imageBytes, intRange, malformedBodies, ok, runTable, unknownFields, vendorGateway, wrongTypes, type Case } from './support.ts';
+import { b64, bad, dataUri, enumValues, imageBytes, intRange, malformedBodies, ok, unknownFields, validationTables, wrongTypes, type Case } from './support.ts';
 
 const PATH = '/vendors/provider_a/v1/model_a/generation';
 const P = { prompt: 'a paper boat on a rainy street' };
@@ -187,14 +186,4 @@ cases.push(
   bad('a 3 MB GIF (pool)', { ...P, first_frame: imageBytes('gif', 3 * 1024 * 1024).toString('base64') }, 2102, '/first_frame'),
 );
 
-describe('video model A: validation table', function () {
-  this.timeout(60_000);
-  let ctx: { gw: Gateway; key: string };
-  before(async () => {
-    ctx = await vendorGateway();
-  });
-  after(async () => {
-    await ctx.gw.close();
-  });
-  runTable(`POST ${PATH}`, () => ctx, PATH, cases, 'task_info');
-});
+validationTables('video model A: validation table', [{ title: `POST ${PATH}`, path: PATH, cases, shape: 'task_info' }]);

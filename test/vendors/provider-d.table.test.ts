@@ -1,7 +1,6 @@
 // Text-to-image model D and image-to-video model G (provider_d): every constraint of the spec's
 // field table and limits, one case per row, through a real gateway (RFC 9457 errors, 202 creates).
-import type { Gateway } from '../../engine/gateway.ts';
-import { b64, bad, dataUri, enumValues, intRange, malformedBodies, maxLength, ok, runTable, unknownFields, vendorGateway, wrongTypes, type Case } from './support.ts';
+import { b64, bad, dataUri, enumValues, intRange, malformedBodies, maxLength, ok, unknownFields, validationTables, wrongTypes, type Case } from './support.ts';
 
 const D = '/vendors/provider_d/v1/model_d/generation';
 const G = '/vendors/provider_d/v1/model_g/generation';
@@ -107,15 +106,7 @@ const modelG: Case[] = [
   ...unknownFields(F, ['image', 'img_url', 'size']),
 ];
 
-describe('provider_d: validation tables', function () {
-  this.timeout(60_000);
-  let ctx: { gw: Gateway; key: string };
-  before(async () => {
-    ctx = await vendorGateway();
-  });
-  after(async () => {
-    await ctx.gw.close();
-  });
-  runTable(`model D: POST ${D}`, () => ctx, D, modelD);
-  runTable(`model G: POST ${G}`, () => ctx, G, modelG);
-});
+validationTables('provider_d: validation tables', [
+  { title: `model D: POST ${D}`, path: D, cases: modelD },
+  { title: `model G: POST ${G}`, path: G, cases: modelG },
+]);

@@ -1,6 +1,5 @@
 // Text-to-video model E (provider_e): every constraint of the spec's field table and limits.
-import type { Gateway } from '../../engine/gateway.ts';
-import { bad, enumValues, intRange, malformedBodies, maxLength, ok, runTable, unknownFields, vendorGateway, wrongTypes, type Case } from './support.ts';
+import { bad, enumValues, intRange, malformedBodies, maxLength, ok, unknownFields, validationTables, wrongTypes, type Case } from './support.ts';
 
 const E = '/vendors/provider_e/v1/model_e/generation';
 const P = { prompt: 'a timelapse of clouds over mountains' };
@@ -62,14 +61,4 @@ const cases: Case[] = [
   ...malformedBodies(),
 ];
 
-describe('model E: validation table', function () {
-  this.timeout(60_000);
-  let ctx: { gw: Gateway; key: string };
-  before(async () => {
-    ctx = await vendorGateway();
-  });
-  after(async () => {
-    await ctx.gw.close();
-  });
-  runTable(`POST ${E}`, () => ctx, E, cases);
-});
+validationTables('model E: validation table', [{ title: `POST ${E}`, path: E, cases }]);

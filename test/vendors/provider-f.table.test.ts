@@ -1,7 +1,6 @@
 // Text-to-video model F (provider_f): every constraint of the spec's field table and limits,
 // the prompt rules by multi_shot / shot_type, shots, elements and frames.
-import type { Gateway } from '../../engine/gateway.ts';
-import { b64, bad, dataUri, enumValues, intRange, malformedBodies, maxLength, ok, runTable, unknownFields, vendorGateway, wrongTypes, type Case } from './support.ts';
+import { b64, bad, dataUri, enumValues, intRange, malformedBodies, maxLength, ok, unknownFields, validationTables, wrongTypes, type Case } from './support.ts';
 
 const PATH = '/vendors/provider_f/v1/model_f/text-to-video/generation';
 const P = { prompt: 'a samurai walks through falling snow' };
@@ -103,14 +102,4 @@ const cases: Case[] = [
   ...malformedBodies(),
 ];
 
-describe('model F: validation table', function () {
-  this.timeout(60_000);
-  let ctx: { gw: Gateway; key: string };
-  before(async () => {
-    ctx = await vendorGateway();
-  });
-  after(async () => {
-    await ctx.gw.close();
-  });
-  runTable(`POST ${PATH}`, () => ctx, PATH, cases);
-});
+validationTables('model F: validation table', [{ title: `POST ${PATH}`, path: PATH, cases }]);

@@ -101,6 +101,21 @@ export function runTable(title: string, ctx: () => { gw: Gateway; key: string },
   });
 }
 
+/** A describe block with one test gateway for all its tables (each one a runTable). */
+export function validationTables(title: string, tables: readonly { title: string; path: string; cases: readonly Case[]; shape?: 'problem' | 'task_info' }[]): void {
+  describe(title, function () {
+    this.timeout(60_000);
+    let ctx: { gw: Gateway; key: string };
+    before(async () => {
+      ctx = await vendorGateway();
+    });
+    after(async () => {
+      await ctx.gw.close();
+    });
+    for (const t of tables) runTable(t.title, () => ctx, t.path, t.cases, t.shape);
+  });
+}
+
 // ---- case generators ----------------------------------------------------------------------
 
 /** Each value of a wrong JSON type → 2001 at the field. */
