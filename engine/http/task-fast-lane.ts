@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { AsyncRoutePlan, VendorPlan } from '../descriptors/compile.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { accessLogger } from '../log/logger.ts';
+import { logRequest } from './access-log.ts';
 import { requireScope, type AuthContext } from './context.ts';
 import { toGatewayError, writeJson, writeProblem, writeTaskInfoValidationError } from './problem.ts';
 import { readJsonRequest } from './raw-body.ts';
@@ -65,14 +66,6 @@ export class TaskFastLane {
         else writeProblem(res, e, route.path, trace.traceId);
       }
     }
-    this.accessLog.info({
-      trace_id: trace.traceId,
-      method: 'POST',
-      route: route.key,
-      path: route.path,
-      status: res.statusCode,
-      latency_ms: Math.round((performance.now() - t0) * 1000) / 1000,
-      tenant_id: auth?.tenantId,
-    }, 'request');
+    logRequest(this.accessLog, { traceId: trace.traceId, method: 'POST', route: route.key, path: route.path, status: res.statusCode, latencyMs: performance.now() - t0, tenantId: auth?.tenantId });
   }
 }

@@ -35,10 +35,6 @@ export class ShardedMap<V> {
     return true;
   }
 
-  *values(): IterableIterator<V> {
-    for (const shard of this.shards) yield* shard.values();
-  }
-
   *entries(): IterableIterator<[string, V]> {
     for (const shard of this.shards) yield* shard.entries();
   }
