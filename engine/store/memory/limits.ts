@@ -1,26 +1,26 @@
 // In-memory LimitsStore: every method reads and writes synchronously, so each is atomic.
 import type { Milli } from '../../billing/money.ts';
 import type { AcquireResult, LimitsStore, SpendReservation } from '../../limits/store.ts';
-import { ShardedMap } from './sharded-map.ts';
+import { OffHeapMap } from './off-heap-map.ts';
 
 interface SpendRef {
-  day: string;
   amount: Milli;
   final: boolean;
 }
 
-interface TenantSpend {
-  /** day -> total */
-  days: Map<string, Milli>;
-  /** ref -> reservation; kept for RETAIN_DAYS so a late duplicate is still recognised. */
-  refs: ShardedMap<SpendRef>;
+/** One tenant's spend of one UTC day: the total, and each ref's reservation (off the heap: one per billed request). */
+interface DaySpend {
+  total: Milli;
+  refs: OffHeapMap<SpendRef>;
 }
 
+/** Days kept before today, so a late duplicate (or a settlement the day after its hold) is still recognised. */
 const RETAIN_DAYS = 3;
 
 export class MemoryLimitsStore implements LimitsStore {
   private readonly active = new Map<string, Map<string, number>>();
-  private readonly spend = new Map<string, TenantSpend>();
+  /** tenant -> day (UTC "YYYY-MM-DD") -> spend */
+  private readonly spend = new Map<string, Map<string, DaySpend>>();
 
   async acquireTask(tenantId: string, taskId: string, limit: number | null, now: number): Promise<AcquireResult> {
     let tasks = this.active.get(tenantId);
@@ -43,56 +43,63 @@ export class MemoryLimitsStore implements LimitsStore {
   }
 
   async reserveSpend(tenantId: string, ref: string, day: string, milli: Milli, limit: Milli | null): Promise<SpendReservation> {
-    const s = this.tenantSpend(tenantId, day);
-    const spent = s.days.get(day) ?? 0;
-    if (s.refs.has(ref)) return { status: 'duplicate', spent };
-    if (limit !== null && spent + milli > limit) return { status: 'refused', spent };
-    s.refs.set(ref, { day, amount: milli, final: false });
-    s.days.set(day, spent + milli);
-    return { status: 'reserved', spent: spent + milli };
+    const d = this.day(tenantId, day);
+    if (this.find(tenantId, ref)) return { status: 'duplicate', spent: d.total };
+    if (limit !== null && d.total + milli > limit) return { status: 'refused', spent: d.total };
+    d.refs.set(ref, { amount: milli, final: false });
+    d.total += milli;
+    return { status: 'reserved', spent: d.total };
   }
 
   async cancelSpend(tenantId: string, ref: string): Promise<boolean> {
-    const s = this.spend.get(tenantId);
-    const r = s?.refs.get(ref);
-    if (!s || !r || r.final) return false;
-    s.days.set(r.day, (s.days.get(r.day) ?? 0) - r.amount);
-    s.refs.delete(ref);
+    const found = this.find(tenantId, ref);
+    if (!found || found.r.final) return false;
+    found.d.total -= found.r.amount;
+    found.d.refs.delete(ref);
     return true;
   }
 
   async finalizeSpend(tenantId: string, ref: string, actual: Milli): Promise<boolean> {
-    const s = this.spend.get(tenantId);
-    const r = s?.refs.get(ref);
-    if (!s || !r || r.final) return false;
-    const kept = Math.min(Math.max(actual, 0), r.amount);
-    s.days.set(r.day, (s.days.get(r.day) ?? 0) - (r.amount - kept));
-    r.amount = kept;
-    r.final = true;
+    const found = this.find(tenantId, ref);
+    if (!found || found.r.final) return false;
+    const kept = Math.min(Math.max(actual, 0), found.r.amount);
+    found.d.total -= found.r.amount - kept;
+    found.d.refs.set(ref, { amount: kept, final: true });
     return true;
   }
 
   async recordSpend(tenantId: string, ref: string, day: string, milli: Milli): Promise<boolean> {
-    const s = this.tenantSpend(tenantId, day);
-    if (s.refs.has(ref)) return false;
-    s.refs.set(ref, { day, amount: milli, final: true });
-    s.days.set(day, (s.days.get(day) ?? 0) + milli);
+    const d = this.day(tenantId, day);
+    if (this.find(tenantId, ref)) return false;
+    d.refs.set(ref, { amount: milli, final: true });
+    d.total += milli;
     return true;
   }
 
   async spent(tenantId: string, day: string): Promise<Milli> {
-    return this.spend.get(tenantId)?.days.get(day) ?? 0;
+    return this.spend.get(tenantId)?.get(day)?.total ?? 0;
   }
 
-  private tenantSpend(tenantId: string, today: string): TenantSpend {
-    let s = this.spend.get(tenantId);
-    if (!s) this.spend.set(tenantId, (s = { days: new Map(), refs: new ShardedMap() }));
-    if (s.days.size > RETAIN_DAYS) {
-      // Drop days (and their refs) older than RETAIN_DAYS before today. "YYYY-MM-DD" sorts as text.
-      const cutoff = new Date(Date.parse(`${today}T00:00:00Z`) - RETAIN_DAYS * 86_400_000).toISOString().slice(0, 10);
-      for (const d of s.days.keys()) if (d < cutoff) s.days.delete(d);
-      for (const [ref, r] of s.refs.entries()) if (r.day < cutoff) s.refs.delete(ref); // deleting while iterating a Map is safe
+  /** The reservation of `ref` on any retained day. */
+  private find(tenantId: string, ref: string): { d: DaySpend; r: SpendRef } | undefined {
+    for (const d of this.spend.get(tenantId)?.values() ?? []) {
+      const r = d.refs.get(ref);
+      if (r) return { d, r };
     }
-    return s;
+    return undefined;
+  }
+
+  /** The tenant's spend of `day`, created if needed; days older than RETAIN_DAYS before it are dropped whole. */
+  private day(tenantId: string, day: string): DaySpend {
+    let days = this.spend.get(tenantId);
+    if (!days) this.spend.set(tenantId, (days = new Map()));
+    let d = days.get(day);
+    if (!d) {
+      days.set(day, (d = { total: 0, refs: new OffHeapMap() }));
+      // "YYYY-MM-DD" sorts as text.
+      const cutoff = new Date(Date.parse(`${day}T00:00:00Z`) - RETAIN_DAYS * 86_400_000).toISOString().slice(0, 10);
+      for (const old of days.keys()) if (old < cutoff) days.delete(old);
+    }
+    return d;
   }
 }

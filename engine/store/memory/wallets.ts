@@ -18,17 +18,20 @@ import {
   type WalletStore,
 } from '../../billing/store.ts';
 import type { Milli } from '../../billing/money.ts';
-import { LedgerLog } from './ledger-log.ts';
-import { ShardedMap } from './sharded-map.ts';
+import { JsonLog } from './json-log.ts';
+import { OffHeapMap } from './off-heap-map.ts';
 
+// Everything kept per request or per ref (ledger entries, closed holds, credit refs) lives off
+// the JS heap (see json-log.ts); only open holds, a few per running task, are heap objects.
 interface WalletState {
   wallet: WalletRecord;
-  entries: LedgerLog;
-  holds: ShardedMap<HoldRecord>;
-  /** Refs of the holds still open (amount > 0). */
-  open: Set<string>;
+  entries: JsonLog<LedgerEntry>;
+  /** Holds still open (amount >= 0), by ref. */
+  open: Map<string, HoldRecord>;
+  /** Settled and released holds (charges included), by ref. */
+  closed: OffHeapMap<HoldRecord>;
   /** `${kind}:${ref}` -> the credit entry, for idempotent top-ups and adjustments. */
-  credits: Map<string, LedgerEntry>;
+  credits: OffHeapMap<LedgerEntry>;
 }
 
 export class MemoryWalletStore implements WalletStore {
@@ -41,7 +44,7 @@ export class MemoryWalletStore implements WalletStore {
   async credit(tenantId: string, kind: 'topup' | 'adjustment', ref: string, amount: Milli, note: string, at: string): Promise<CreditResult> {
     const s = this.state(tenantId);
     const first = s.credits.get(`${kind}:${ref}`);
-    if (first) return { status: 'duplicate', entry: { ...first }, wallet: { ...s.wallet } };
+    if (first) return { status: 'duplicate', entry: first, wallet: { ...s.wallet } };
     const entry = this.append(s, kind, amount, ref, note, at);
     s.credits.set(`${kind}:${ref}`, entry);
     s.wallet.balance += amount;
@@ -50,13 +53,12 @@ export class MemoryWalletStore implements WalletStore {
 
   async hold(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<HoldResult> {
     const s = this.state(tenantId);
-    const existing = s.holds.get(ref);
-    if (existing) return { status: 'duplicate', hold: { ...existing }, wallet: { ...s.wallet } };
+    const existing = this.holdOf(s, ref);
+    if (existing) return { status: 'duplicate', hold: existing, wallet: { ...s.wallet } };
     if (amount > 0 && amount > s.wallet.balance - s.wallet.held) return { status: 'insufficient', wallet: { ...s.wallet } };
     this.append(s, 'hold', amount, ref, note, at);
     const hold: HoldRecord = { ref, amount, state: 'open', settled: 0, released: 0, at, charge: false };
-    s.holds.set(ref, hold);
-    if (amount > 0) s.open.add(ref);
+    s.open.set(ref, hold);
     s.wallet.held += amount;
     return { status: 'held', hold: { ...hold }, wallet: { ...s.wallet } };
   }
@@ -71,12 +73,12 @@ export class MemoryWalletStore implements WalletStore {
 
   async charge(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<CloseResult> {
     const s = this.state(tenantId);
-    const existing = s.holds.get(ref);
-    if (existing) return { status: 'duplicate', hold: { ...existing }, wallet: { ...s.wallet } };
+    const existing = this.holdOf(s, ref);
+    if (existing) return { status: 'duplicate', hold: existing, wallet: { ...s.wallet } };
     this.append(s, 'hold', amount, ref, note, at);
     this.append(s, 'settle', amount, ref, note, at);
     const hold: HoldRecord = { ref, amount, state: 'settled', settled: amount, released: 0, at, charge: true };
-    s.holds.set(ref, hold);
+    s.closed.set(ref, hold);
     s.wallet.balance -= amount;
     return { status: 'closed', hold: { ...hold }, wallet: { ...s.wallet } };
   }
@@ -106,14 +108,14 @@ export class MemoryWalletStore implements WalletStore {
 
   async openHolds(tenantId: string): Promise<HoldRecord[]> {
     const s = this.wallets.get(tenantId);
-    return s ? [...s.open].map((ref) => ({ ...s.holds.get(ref)! })) : [];
+    return s ? [...s.open.values()].filter((h) => h.amount > 0).map((h) => ({ ...h })) : [];
   }
 
   async snapshot(tenantId: string): Promise<WalletSnapshot> {
     const s = this.state(tenantId);
     const entries = s.entries.slice(0);
     // Holds in the order they were taken: the order of their 'hold' entries in the ledger.
-    const holds = entries.filter((e) => e.kind === 'hold').map((e) => ({ ...s.holds.get(e.ref)! }));
+    const holds = entries.filter((e) => e.kind === 'hold').map((e) => this.holdOf(s, e.ref)!);
     return { wallet: { ...s.wallet }, entries, holds };
   }
 
@@ -124,20 +126,29 @@ export class MemoryWalletStore implements WalletStore {
 
   private close(tenantId: string, ref: string, actual: Milli | null, note: string, at: string): CloseResult {
     const s = this.state(tenantId);
-    const hold = s.holds.get(ref);
-    if (!hold) return { status: 'unknown', wallet: { ...s.wallet } };
-    if (hold.state !== 'open') return { status: 'duplicate', hold: { ...hold }, wallet: { ...s.wallet } };
+    const hold = s.open.get(ref);
+    if (!hold) {
+      const closed = s.closed.get(ref);
+      return closed ? { status: 'duplicate', hold: closed, wallet: { ...s.wallet } } : { status: 'unknown', wallet: { ...s.wallet } };
+    }
     const settled = actual === null ? 0 : Math.min(Math.max(actual, 0), hold.amount);
     const released = hold.amount - settled;
     if (actual !== null) this.append(s, 'settle', settled, ref, note, at);
     if (actual === null || released > 0) this.append(s, 'release', released, ref, note, at);
     hold.state = actual === null ? 'released' : 'settled';
-    s.open.delete(ref);
     hold.settled = settled;
     hold.released = released;
+    s.open.delete(ref);
+    s.closed.set(ref, hold);
     s.wallet.held -= hold.amount;
     s.wallet.balance -= settled;
     return { status: 'closed', hold: { ...hold }, wallet: { ...s.wallet } };
+  }
+
+  /** A copy of the hold `ref`, open or closed. */
+  private holdOf(s: WalletState, ref: string): HoldRecord | undefined {
+    const open = s.open.get(ref);
+    return open ? { ...open } : s.closed.get(ref);
   }
 
   private append(s: WalletState, kind: LedgerKind, amount: Milli, ref: string, note: string, at: string): LedgerEntry {
@@ -152,10 +163,10 @@ export class MemoryWalletStore implements WalletStore {
     if (!s) {
       s = {
         wallet: { tenantId, balance: 0, held: 0, threshold: null, alertState: 'NORMAL', lastAlertAt: null, seq: 0 },
-        entries: new LedgerLog(),
-        holds: new ShardedMap(),
-        open: new Set(),
-        credits: new Map(),
+        entries: new JsonLog(),
+        open: new Map(),
+        closed: new OffHeapMap(),
+        credits: new OffHeapMap(),
       };
       this.wallets.set(tenantId, s);
     }
