@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { ShardedMap } from '../../engine/store/memory/sharded-map.ts';
 
 describe('sharded map', () => {
-  it('behaves as a Map: set, get, has, delete, size, iteration of entries', () => {
+  it('behaves as a Map: set, get, has, delete, size', () => {
     const m = new ShardedMap<number>();
     const reference = new Map<string, number>();
     for (let i = 0; i < 20_000; i++) {
@@ -21,7 +21,6 @@ describe('sharded map', () => {
     for (const [k, v] of reference) expect(m.get(k)).to.equal(v);
     expect(m.has('nope')).to.equal(false);
     expect(m.delete('nope')).to.equal(false);
-    expect(new Map(m.entries())).to.deep.equal(reference);
   });
 
   it('spreads keys over its shards (no shard holds much more than its share)', () => {

@@ -9,8 +9,8 @@
 // Shards keep growth cheap: a table doubles on its own, 1/64 of the entries at a time. Tables are
 // made on first use and start small, so a map of a few entries costs a few hundred bytes.
 import { JsonLog } from './json-log.ts';
+import { hashOf, SHARDS } from './sharded-map.ts';
 
-const SHARDS = 64;
 const EMPTY = 0;
 const DELETED = -1;
 
@@ -77,7 +77,7 @@ export class OffHeapMap<V> {
   /** The slot holding `key`, or -1. */
   private find(t: Table, h: number, key: string): number {
     const mask = t.slots.length - 1;
-    for (let i = (h >>> 6) & mask; ; i = (i + 1) & mask) {
+    for (let i = (h >>> 6) & mask; ; i = (i + 1) & mask) { // the bits above the shard number (SHARDS = 2^6)
       const s = t.slots[i]!;
       if (s === EMPTY) return -1;
       if (s !== DELETED && t.hashes[i] === h && this.log.get(s - 1)[0] === key) return i;
@@ -107,13 +107,4 @@ function rehash(t: Table, capacity: number): Table {
   }
   next.live = t.live;
   return next;
-}
-
-/** FNV-1a of the key's UTF-16 code units, finished with a murmur3 mix (low bits pick the shard). */
-function hashOf(key: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
-  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
-  return (h ^ (h >>> 16)) >>> 0;
 }

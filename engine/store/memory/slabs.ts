@@ -23,14 +23,14 @@ function carve(bytes: number): { buffer: ArrayBuffer; offset: number } {
   return { buffer: slab, offset };
 }
 
-/** A byte chunk (contents undefined, as Buffer.allocUnsafe). */
+/** A byte chunk of its own (never shared with another caller). */
 export function slabBytes(bytes: number): Buffer {
   const { buffer, offset } = carve(bytes);
   return Buffer.from(buffer, offset, bytes);
 }
 
-/** A zeroed Uint32Array of `length`. */
+/** A zeroed Uint32Array of `length` (slab memory is zero when allocated and never handed out twice). */
 export function slabUint32(length: number): Uint32Array {
   const { buffer, offset } = carve(length * 4);
-  return new Uint32Array(buffer, offset, length).fill(0);
+  return new Uint32Array(buffer, offset, length);
 }
