@@ -105,7 +105,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   const billingConfig = resolveBillingConfig(config.billing as BillingConfigInput);
   const limits = new LimitsService({
     store: stores.limits,
-    rateLimiterFactory: stores.rateLimiterFactory,
+    rateCounters: stores.rateCounters,
     config: config.limits as LimitsConfigInput,
     clock,
     tenantOverrides: async (id) => (await tenants.getTenant(id).catch(() => undefined))?.limits,

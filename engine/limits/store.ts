@@ -1,6 +1,6 @@
 // The limits port: concurrent-task slots and daily spend. Each method is ONE atomic operation
 // (memory: synchronous; Redis: one Lua script per call). Request-rate counters are not here:
-// they live in rate-limiter-flexible limiters (see rate.ts), which are atomic on their own.
+// they are WindowCounters (see rate.ts), atomic on their own.
 import type { Milli } from '../billing/money.ts';
 
 export type AcquireResult = 'acquired' | 'already' | 'full';

@@ -7,7 +7,7 @@ import type { IdempotencyStore } from '../idempotency/store.ts';
 import type { SharedMediaStore } from '../media/shared.ts';
 import { BullJobScheduler } from '../jobs/bullmq-scheduler.ts';
 import { MemoryJobScheduler, type JobErrorReporter, type JobScheduler } from '../jobs/scheduler.ts';
-import type { RateLimiterFactory } from '../limits/rate.ts';
+import type { RateCountersFactory } from '../limits/rate.ts';
 import type { LimitsStore } from '../limits/store.ts';
 import type { TaskStore } from '../tasks/store.ts';
 import type { TenantStore } from '../tenants/store.ts';
@@ -19,7 +19,7 @@ import { MemoryTenantStore } from './memory/tenants.ts';
 import { MemoryWalletStore } from './memory/wallets.ts';
 import { MemoryWebhookStore } from './memory/webhooks.ts';
 import {
-  RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateLimiterFactory,
+  RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateCounters,
 } from './redis/index.ts';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -33,8 +33,8 @@ export interface Stores {
   webhooks: WebhookStore;
   /** Media bytes shared across processes (redis); undefined with the memory store. */
   media?: SharedMediaStore;
-  /** Undefined: rate-limiter-flexible's memory limiter. */
-  rateLimiterFactory?: RateLimiterFactory;
+  /** Undefined: the in-memory counters (engine/store/memory/rate-counters.ts). */
+  rateCounters?: RateCountersFactory;
   scheduler: JobScheduler;
   /** Close the scheduler first (no job mid-run), then the connections. */
   close(): Promise<void>;
@@ -87,7 +87,7 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
     idempotency: new RedisIdempotencyStore(o),
     webhooks: new RedisWebhookStore(o),
     media: new RedisMediaStore(o),
-    rateLimiterFactory: redisRateLimiterFactory(limiterClient, o.prefix),
+    rateCounters: redisRateCounters(limiterClient, o.prefix),
     scheduler,
     close: async () => {
       await scheduler.close();

@@ -1,9 +1,8 @@
 import { expect } from 'chai';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { GatewayError } from '../../engine/errors/gateway-error.ts';
 import { LimitsConfig, type LimitsConfigInput } from '../../engine/limits/config.ts';
 import { LimitsService } from '../../engine/limits/limits.ts';
-import type { RateLimiterFactory } from '../../engine/limits/rate.ts';
+import { memoryRateCounters, type RateCountersFactory } from '../../engine/limits/rate.ts';
 import { MemoryLimitsStore } from '../../engine/store/memory/limits.ts';
 import { MemoryWalletStore } from '../../engine/store/memory/wallets.ts';
 import { BillingService } from '../../engine/billing/wallet.ts';
@@ -37,8 +36,8 @@ async function burst(n: number, call: () => Promise<unknown>): Promise<{ ok: num
 describe('limits', () => {
   let clock: ManualClock;
   let store: MemoryLimitsStore;
-  const make = (config: LimitsConfigInput, factory?: RateLimiterFactory) =>
-    new LimitsService({ store, clock, config, ...(factory ? { rateLimiterFactory: factory } : {}) });
+  const make = (config: LimitsConfigInput, factory?: RateCountersFactory) =>
+    new LimitsService({ store, clock, config, ...(factory ? { rateCounters: factory } : {}) });
 
   beforeEach(() => {
     clock = new ManualClock(START);
@@ -168,20 +167,30 @@ describe('limits', () => {
       expect(refused[0]!.detail).to.match(/10 requests per second for this model/);
     });
 
-    it('uses the injected limiter factory (e.g. RateLimiterRedis) and maps store failures to 4003', async () => {
-      const made: { keyPrefix: string; points: number; duration: number }[] = [];
-      const limits = make(only({ key: { per_second: 3, per_day: 10 } }), (o) => {
-        made.push(o);
-        return new RateLimiterMemory(o);
+    it('uses the injected counters (e.g. Redis), asynchronous ones too, and maps store failures to 4003', async () => {
+      const made: [string, number][] = [];
+      // Counters that answer with promises, as the Redis ones do.
+      const limits = make(only({ key: { per_second: 3, per_day: 10 } }), (name, windowMs) => {
+        made.push([name, windowMs]);
+        const c = memoryRateCounters(name, windowMs);
+        return { add: async (id, n) => c.add(id, n), remove: async (id, n) => c.remove(id, n) };
       });
-      await limits.checkRequest({ tenantId: T, keyId: 'k1' });
-      expect(made).to.deep.equal([
-        { keyPrefix: 'rl_key_per_second_3', points: 3, duration: 2 },
-        { keyPrefix: 'rl_key_per_day_10', points: 10, duration: 86_460 },
-      ]);
+      const { ok, refused } = await burst(5, () => limits.checkRequest({ tenantId: T, keyId: 'k1' }));
+      expect(made).to.deep.equal([['rl_key_per_second', 1000], ['rl_key_per_day', 86_400_000]]);
+      expect(ok).to.equal(3);
+      expect(refused.map((e) => e.code)).to.deep.equal([1004, 1004]);
+      // The refused two were given back: 7 more fit in the day once the second turns.
+      clock.advance(1000);
+      expect((await burst(3, () => limits.checkRequest({ tenantId: T, keyId: 'k1' }))).ok).to.equal(3);
+      clock.advance(1000);
+      expect((await burst(3, () => limits.checkRequest({ tenantId: T, keyId: 'k1' }))).ok).to.equal(3);
+      clock.advance(1000);
+      const last = await burst(3, () => limits.checkRequest({ tenantId: T, keyId: 'k1' }));
+      expect(last.ok).to.equal(1);
+      expect(last.refused[0]!.detail).to.equal('Rate limit exceeded: 10 requests per day for this API key.');
       const broken = make(only({ key: { per_second: 3 } }), () => ({
-        consume: async () => Promise.reject(new Error('ECONNREFUSED')),
-        reward: async () => Promise.reject(new Error('ECONNREFUSED')),
+        add: async () => Promise.reject(new Error('ECONNREFUSED')),
+        remove: async () => Promise.reject(new Error('ECONNREFUSED')),
       }));
       const e = (await outcome(broken.checkRequest({ tenantId: T, keyId: 'k1' }))) as GatewayError;
       expect([e.code, e.status]).to.deep.equal([4003, 500]);

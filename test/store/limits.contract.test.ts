@@ -1,5 +1,5 @@
 // The LimitsStore contract (concurrent-task slots, daily spend) and the rate limiters
-// (RateLimiterMemory vs the Redis factory) through LimitsService, on every backend.
+// (in-memory vs Redis counters) through LimitsService, on every backend.
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import { checkLedger } from '../../engine/billing/invariant.ts';
@@ -8,12 +8,12 @@ import { BillingService } from '../../engine/billing/wallet.ts';
 import { GatewayError } from '../../engine/errors/gateway-error.ts';
 import type { LimitsConfigInput } from '../../engine/limits/config.ts';
 import { LimitsService } from '../../engine/limits/limits.ts';
-import { memoryRateLimiterFactory, type RateLimiterFactory } from '../../engine/limits/rate.ts';
+import { memoryRateCounters, type RateCountersFactory } from '../../engine/limits/rate.ts';
 import type { LimitsStore } from '../../engine/limits/store.ts';
 import { MemoryLimitsStore } from '../../engine/store/memory/limits.ts';
 import { MemoryWalletStore } from '../../engine/store/memory/wallets.ts';
 import { RedisLimitsStore } from '../../engine/store/redis/limits.ts';
-import { redisRateLimiterFactory } from '../../engine/store/redis/rate.ts';
+import { redisRateCounters } from '../../engine/store/redis/rate.ts';
 import { RedisWalletStore } from '../../engine/store/redis/wallets.ts';
 import { ManualClock } from '../../engine/util/clock.ts';
 import { forEachBackend, keysUnder } from './support.ts';
@@ -48,14 +48,14 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
   let prefix: string;
   let clock: ManualClock;
   /** Two "processes": services over the two stores and two rate-limiter factories. */
-  let factories: [RateLimiterFactory, RateLimiterFactory];
-  const service = (config: LimitsConfigInput, i: 0 | 1 = 0) => new LimitsService({ store: i ? b : a, clock, config, rateLimiterFactory: factories[i] });
+  let factories: [RateCountersFactory, RateCountersFactory];
+  const service = (config: LimitsConfigInput, i: 0 | 1 = 0) => new LimitsService({ store: i ? b : a, clock, config, rateCounters: factories[i] });
 
   beforeEach(() => {
     ({ a, b, prefix } = env.pair<LimitsStore>(() => new MemoryLimitsStore(), (client, p) => new RedisLimitsStore({ client, prefix: p })));
     clock = new ManualClock(START);
-    if (env.isRedis) factories = [redisRateLimiterFactory(env.a, prefix), redisRateLimiterFactory(env.b, prefix)];
-    else factories = [memoryRateLimiterFactory, memoryRateLimiterFactory];
+    if (env.isRedis) factories = [redisRateCounters(env.a, prefix), redisRateCounters(env.b, prefix)];
+    else factories = [memoryRateCounters, memoryRateCounters];
   });
 
   describe('concurrent task slots', () => {
@@ -263,7 +263,7 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
         await a.reserveSpend(T, 'r1', '2026-03-10', 5, null);
         const keys = await keysUnder(env.a, prefix);
         const window = Math.floor(clock.now() / 1000);
-        expect(keys).to.deep.equal([`${prefix}rl:rl_key_per_second_5:k1:${window}`, `${prefix}{t:${T}}:active`, `${prefix}{t:${T}}:spend`, `${prefix}{t:${T}}:spend:r1`]);
+        expect(keys).to.deep.equal([`${prefix}rl:rl_key_per_second:k1:${window}`, `${prefix}{t:${T}}:active`, `${prefix}{t:${T}}:spend`, `${prefix}{t:${T}}:spend:r1`]);
         expect(await env.a.get(keys[0]!)).to.equal('1');
         expect(await env.a.pttl(keys[0]!)).to.be.within(1, 2000);
         expect(await env.a.ttl(keys[3]!)).to.be.within(4 * 86_400 - 5, 4 * 86_400);
@@ -272,7 +272,7 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
       it('an unreachable Redis fails the rate check at once with 4003', async () => {
         const dead = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
         dead.on('error', () => {});
-        const limits = new LimitsService({ store: a, clock, config: only({ key: { per_second: 5 } }), rateLimiterFactory: redisRateLimiterFactory(dead, prefix) });
+        const limits = new LimitsService({ store: a, clock, config: only({ key: { per_second: 5 } }), rateCounters: redisRateCounters(dead, prefix) });
         const started = Date.now();
         const e = (await outcome(limits.checkRequest({ tenantId: T, keyId: 'k1' }))) as GatewayError;
         expect([e.code, e.status]).to.deep.equal([4003, 500]);

@@ -7,5 +7,5 @@ export { RedisWalletStore } from './wallets.ts';
 export { RedisLimitsStore } from './limits.ts';
 export { RedisIdempotencyStore } from './idempotency.ts';
 export { RedisWebhookStore } from './webhooks.ts';
-export { redisRateLimiterFactory } from './rate.ts';
+export { redisRateCounters } from './rate.ts';
 export { RedisMediaStore } from './media.ts';

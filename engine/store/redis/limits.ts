@@ -1,5 +1,5 @@
 // Redis adapter of the limits store (concurrent-task slots and daily spend): one script per
-// method on the tenant's keys. Request-rate counters live in rate-limiter-flexible (rate.ts).
+// method on the tenant's keys. Request-rate counters are in rate.ts.
 //   <p>{t:<id>}:active        hash   taskId -> acquired at (ms); HLEN = active tasks
 //   <p>{t:<id>}:spend         hash   "YYYY-MM-DD" -> milli-credits spent that UTC day; days more
 //                                    than RETAIN_DAYS before the day being written are dropped

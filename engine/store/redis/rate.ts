@@ -1,23 +1,30 @@
-// The Redis RateLimiterFactory for engine/limits/rate.ts: rate-limiter-flexible's
-// RateLimiterRedis over ioredis. Each counter is one key (`<prefix>rl:<name>:<id>:<window n>`)
-// changed by the library's own atomic script, so it behaves like RateLimiterMemory: rate.ts
-// aligns windows by putting the window number in the key and gives refused requests back with
-// reward(). rejectIfRedisNotReady: a disconnected Redis fails the call at once (rate.ts maps it
-// to 4003) instead of queueing requests behind a reconnect.
+// The Redis RateCountersFactory for engine/limits/rate.ts: rate-limiter-flexible's
+// RateLimiterRedis over ioredis, used as an atomic counter. Each counter is one key
+// (`<prefix>rl:<name>:<id>:<window n>`) changed by the library's own script: penalty() adds one
+// and answers the count, reward() gives one back; rate.ts compares the count with the limit.
+// The key lives a little longer than its window (the key changes when the window turns).
+// rejectIfRedisNotReady: a disconnected Redis fails the call at once (rate.ts maps it to 4003)
+// instead of queueing requests behind a reconnect.
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
-import type { RateLimiterFactory } from '../../limits/rate.ts';
+import type { RateCountersFactory } from '../../limits/rate.ts';
 import { Keys } from './keys.ts';
 
-export function redisRateLimiterFactory(client: Redis, prefix: string): RateLimiterFactory {
+export function redisRateCounters(client: Redis, prefix: string): RateCountersFactory {
   const keys = new Keys(prefix);
-  return (opts) =>
-    new RateLimiterRedis({
+  return (name, windowMs) => {
+    const sec = windowMs / 1000;
+    const limiter = new RateLimiterRedis({
       storeClient: client,
       useRedisPackage: false,
       rejectIfRedisNotReady: true,
-      keyPrefix: keys.rate(opts.keyPrefix),
-      points: opts.points,
-      duration: opts.duration,
+      keyPrefix: keys.rate(name),
+      points: 1, // unused: the limit is compared in rate.ts
+      duration: sec + Math.min(sec, 60),
     });
+    return {
+      add: async (id, n) => (await limiter.penalty(`${id}:${n}`, 1)).consumedPoints,
+      remove: (id, n) => limiter.reward(`${id}:${n}`, 1),
+    };
+  };
 }
