@@ -16,7 +16,7 @@ import type { EventBus, GatewayEvent } from '../events/bus.ts';
 import { systemClock, type Clock } from '../util/clock.ts';
 import { BILLING_DEFAULTS } from './config.ts';
 import { creditsToMilli, formatCredits, type Milli } from './money.ts';
-import type { LowBalanceDecision, WalletStore } from './store.ts';
+import type { LowBalanceDecision, WalletRecord, WalletStore } from './store.ts';
 
 export type HasSubscriber = (tenantId: string, type: 'balance.low') => Promise<boolean>;
 
@@ -55,10 +55,13 @@ export class LowBalanceMonitor {
     this.onError = opts.onError ?? (() => {});
   }
 
-  /** After funds were settled: may alert. */
-  async afterSettlement(tenantId: string): Promise<LowBalanceOutcome> {
+  /**
+   * After funds were settled: may alert. `settled` is the wallet as the settlement left it (the
+   * store's answer), which saves reading it again.
+   */
+  async afterSettlement(tenantId: string, settled?: WalletRecord): Promise<LowBalanceOutcome> {
     const now = this.clock.now();
-    const w = await this.store.get(tenantId);
+    const w = settled ?? (await this.store.get(tenantId));
     const threshold = w.threshold ?? this.defaultThreshold;
     // Well funded and not alerted (the common case): nothing to decide or store. A settlement
     // racing this one that does cross the threshold decides on its own fresher read.

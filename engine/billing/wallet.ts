@@ -156,7 +156,7 @@ export class BillingService {
     const r = await this.store.charge(tenantId, ref, milli, note, this.now());
     const hold = r.hold as HoldRecord;
     await this.spend?.recordSpend(tenantId, ref, hold.settled);
-    if (r.status === 'closed') await this.lowBalance?.afterSettlement(tenantId);
+    if (r.status === 'closed') await this.lowBalance?.afterSettlement(tenantId, r.wallet);
     return outcome(ref, r);
   }
 
@@ -222,7 +222,7 @@ export class BillingService {
     // happened between the wallet settlement and the spend accounting.
     await this.spend?.finalizeSpend(tenantId, ref, hold.settled);
     if (r.status === 'closed' && this.lowBalance) {
-      if (hold.state === 'settled') await this.lowBalance.afterSettlement(tenantId);
+      if (hold.state === 'settled') await this.lowBalance.afterSettlement(tenantId, r.wallet);
       else await this.lowBalance.afterCredit(tenantId);
     }
     return outcome(ref, r);

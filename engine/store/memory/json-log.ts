@@ -27,14 +27,19 @@ export class JsonLog<T> {
   /** Appends `value`; returns its index. */
   push(value: T): number {
     const text = JSON.stringify(value);
-    const bytes = Buffer.byteLength(text);
     let chunk = this.chunks.at(-1);
-    if (!chunk || this.used + bytes > chunk.length) {
-      chunk = slabBytes(Math.max(bytes, chunk ? Math.min(MAX_CHUNK, chunk.length * 2) : FIRST_CHUNK));
-      this.chunks.push(chunk);
-      this.used = 0;
+    let bytes: number;
+    // Room for the worst case (3 bytes per UTF-16 unit): write at once, no separate length scan.
+    if (chunk && this.used + text.length * 3 <= chunk.length) bytes = chunk.write(text, this.used, 'utf8');
+    else {
+      bytes = Buffer.byteLength(text);
+      if (!chunk || this.used + bytes > chunk.length) {
+        chunk = slabBytes(Math.max(bytes, chunk ? Math.min(MAX_CHUNK, chunk.length * 2) : FIRST_CHUNK));
+        this.chunks.push(chunk);
+        this.used = 0;
+      }
+      chunk.write(text, this.used, 'utf8');
     }
-    chunk.write(text, this.used, 'utf8');
     const i = this.length;
     const slot = (i & (PAGE - 1)) * 3;
     let page = this.pages[i >>> PAGE_BITS];
