@@ -1,7 +1,8 @@
-// Log lines go to stdout in one write per event-loop turn (engine/log/logger.ts): every line
-// arrives, in order, including lines logged just before the process exits.
+// Log lines go to stdout in batches, one write per 10 ms at most (engine/log/logger.ts): every
+// line arrives, in order, including lines logged just before the process exits; a line waits
+// for no later traffic; a pending batch never keeps the process alive.
 import { expect } from 'chai';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { ROOT } from '../helpers/gateway.ts';
 
@@ -27,5 +28,26 @@ describe('log lines on stdout', function () {
     const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as { i: number; authorization?: string });
     expect(lines.map((l) => l.i)).to.deep.equal(Array.from({ length: 1601 }, (_, i) => i));
     expect(lines.at(-1)!.authorization).to.equal('[redacted]');
+  });
+
+  it('are written within moments on a quiet process, and a pending batch does not hold the exit', async () => {
+    const script = `
+      import { createLogger } from ${JSON.stringify(`${ROOT}engine/log/logger.ts`)};
+      const log = createLogger('info');
+      log.info({ i: 0 }, 'alone');
+      setTimeout(() => log.info({ i: 1 }, 'last; the process then ends on its own'), 600);
+    `;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const started = Date.now();
+    const seen: { at: number; text: string }[] = [];
+    child.stdout.on('data', (d: Buffer) => seen.push({ at: Date.now() - started, text: d.toString() }));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    const exitedAt = Date.now() - started;
+    expect(code).to.equal(0);
+    const lines = seen.map((s) => s.text).join('').trim().split('\n').map((l) => JSON.parse(l) as { i: number });
+    expect(lines.map((l) => l.i)).to.deep.equal([0, 1]);
+    // The first line came out long before the second was logged, not with it at exit.
+    expect(seen[0]!.text).to.not.include('"i":1');
+    expect(exitedAt - seen[0]!.at).to.be.above(300);
   });
 });
