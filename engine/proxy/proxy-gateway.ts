@@ -133,6 +133,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   private size = 0;
   private tap: SseTap | undefined;
   private clientGone = false;
+  private corked = false;
   private done = false;
   private settle: (() => void) | undefined;
   private outcome = 'ok';
@@ -260,6 +261,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       h['x-accel-buffering'] = 'no';
       this.gatewayMs = this.tDispatch - this.t0 + (performance.now() - this.tUpHeaders);
       h['server-timing'] = this.serverTiming(this.tUpHeaders - this.tDispatch);
+      this.cork();
       this.res.writeHead(statusCode, h);
       this.res.flushHeaders();
     } else {
@@ -271,6 +273,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.mode === 'sse') {
       this.tap!.feed(chunk);
+      this.cork();
       if (!this.res.write(chunk) && !controller.paused) {
         controller.pause();
         this.res.once('drain', () => controller.resume());
@@ -289,6 +292,26 @@ class Exchange implements Dispatcher.DispatchHandler {
   private endAnswer(last?: string): void {
     this.res.end(last);
   }
+
+  /**
+   * Stream writes made while undici hands over one read from the upstream (headers, events,
+   * often the end) leave in one write(2) instead of one each: the socket is corked until the
+   * current callback returns (process.nextTick), which adds no latency. The socket, not the
+   * response: a corked response writes end()'s last chunk ahead of the chunks it holds (node 24).
+   * end() uncorks the socket fully, so an ended response leaves it alone.
+   */
+  private cork(): void {
+    const socket = this.res.socket;
+    if (this.corked || !socket) return;
+    this.corked = true;
+    socket.cork();
+    process.nextTick(this.uncork);
+  }
+
+  private readonly uncork = (): void => {
+    this.corked = false;
+    if (!this.res.writableEnded) this.res.socket?.uncork();
+  };
 
   onResponseEnd(): void {
     if (this.mode === 'sse') {
