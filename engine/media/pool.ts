@@ -7,6 +7,7 @@
 // GATEWAY_MEDIA_THREADS=<n>.
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
+import { workerExecArgv } from '../util/worker-threads.ts';
 import type { MediaRule } from './checks.ts';
 import { mediaBlobs } from './blobs.ts';
 import { recycleBodyBuffer } from './buffers.ts';
@@ -49,6 +50,7 @@ export function mediaOptions(): Readonly<MediaOptions> {
 function thePool(): Piscina {
   pool ??= new Piscina({
     filename: new URL('./worker.ts', import.meta.url).href,
+    execArgv: workerExecArgv(),
     minThreads: 1,
     maxThreads: options.threads,
     idleTimeout: 30_000,
