@@ -32,6 +32,19 @@ export function inlineBytes(value: unknown): number {
   return Math.floor((len * 3) / 4);
 }
 
+/** The bytes that set a dotted path to true: made once per path, not once per request. */
+const splices = new Map<string, { top: string; alone: Buffer; after: Buffer }>();
+function spliceOf(path: string): { top: string; alone: Buffer; after: Buffer } {
+  let s = splices.get(path);
+  if (!s) {
+    const keys = path.split('.');
+    const nested = keys.slice(1).reduceRight<string>((inner, k) => `{${JSON.stringify(k)}:${inner}}`, 'true');
+    const member = `${JSON.stringify(keys[0])}:${nested}`;
+    splices.set(path, (s = { top: keys[0]!, alone: Buffer.from(member), after: Buffer.from(`,${member}`) }));
+  }
+  return s;
+}
+
 export interface Rewrite {
   /** Dotted path set to true (the stream usage option), when the client did not. */
   setTrue?: string;
@@ -53,12 +66,10 @@ export function rewriteBody(raw: Buffer, parsed: Record<string, unknown>, rw: Re
   }
   if (!dropped && !rw.setTrue) return { body: raw, dropped };
   if (!dropped && rw.setTrue) {
-    const keys = rw.setTrue.split('.');
-    if (!(keys[0]! in parsed)) {
+    const splice = spliceOf(rw.setTrue);
+    if (!(splice.top in parsed)) {
       const end = raw.lastIndexOf(0x7d); // }
-      const nested = keys.slice(1).reduceRight<string>((inner, k) => `{${JSON.stringify(k)}:${inner}}`, 'true');
-      const empty = Object.keys(parsed).length === 0;
-      const insert = Buffer.from(`${empty ? '' : ','}${JSON.stringify(keys[0])}:${nested}`);
+      const insert = Object.keys(parsed).length === 0 ? splice.alone : splice.after;
       return { body: Buffer.concat([raw.subarray(0, end), insert, raw.subarray(end)]), dropped };
     }
   }
