@@ -23,6 +23,7 @@ import type { VendorPlan } from '../descriptors/compile.ts';
 import type { ProxyRoutePlan } from '../descriptors/proxy-route.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { requireScope, type AuthContext } from '../http/context.ts';
+import { toGatewayError } from '../http/problem.ts';
 import { continueTrace, type Trace } from '../http/traceparent.ts';
 import type { TenantService } from '../tenants/service.ts';
 import { mapUpstreamError, UpstreamFailure } from '../upstream/failure.ts';
@@ -435,7 +436,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   private fail(err: unknown): void {
-    const e = toGatewayError(err, this.gw.logger);
+    const e = failureToGatewayError(err, this.gw.logger);
     if (this.outcome === 'ok') this.outcome = e.code >= 3000 && e.code < 4000 ? 'upstream_error' : 'refused';
     if (this.res.headersSent) {
       this.res.destroy();
@@ -551,11 +552,10 @@ function classifyNetworkError(err: unknown): UpstreamFailure {
   return new UpstreamFailure(3001, `The provider could not be reached (${code || 'connection failed'}).`, 'submit');
 }
 
-function toGatewayError(err: unknown, logger: Logger): GatewayError {
-  if (err instanceof GatewayError) return err;
+/** An upstream failure keeps its code; anything else as every route maps it (http/problem.ts). */
+function failureToGatewayError(err: unknown, logger: Logger): GatewayError {
   if (err instanceof UpstreamFailure) return new GatewayError(err.code, err.message);
-  logger.error({ err }, 'unhandled error');
-  return new GatewayError(4002, 'An internal operation failed. Quote the trace id when reporting it.');
+  return toGatewayError(err, logger);
 }
 
 /** A list route's answer (filtered, serialised), reused for cache_ms; concurrent misses share one call. */

@@ -78,9 +78,9 @@ export class MemoryWalletStore implements WalletStore {
     this.append(s, 'hold', amount, ref, note, at);
     this.append(s, 'settle', amount, ref, note, at);
     const hold: HoldRecord = { ref, amount, state: 'settled', settled: amount, released: 0, at, charge: true };
-    s.closed.set(ref, hold);
+    s.closed.set(ref, hold); // stores a copy: the caller may have this object
     s.wallet.balance -= amount;
-    return { status: 'closed', hold: { ...hold }, wallet: { ...s.wallet } };
+    return { status: 'closed', hold, wallet: { ...s.wallet } };
   }
 
   async list(tenantId: string, limit: number, beforeSeq?: number): Promise<LedgerPage> {
@@ -139,10 +139,10 @@ export class MemoryWalletStore implements WalletStore {
     hold.settled = settled;
     hold.released = released;
     s.open.delete(ref);
-    s.closed.set(ref, hold);
+    s.closed.set(ref, hold); // stores a copy: the heap object is no longer held, the caller may have it
     s.wallet.held -= hold.amount;
     s.wallet.balance -= settled;
-    return { status: 'closed', hold: { ...hold }, wallet: { ...s.wallet } };
+    return { status: 'closed', hold, wallet: { ...s.wallet } };
   }
 
   /** A copy of the hold `ref`, open or closed. */
