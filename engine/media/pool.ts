@@ -7,7 +7,7 @@
 // GATEWAY_MEDIA_THREADS=<n>.
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
-import { workerExecArgv } from '../util/worker-threads.ts';
+import { esmWorker } from '../util/esm-worker.ts';
 import type { MediaRule } from './checks.ts';
 import { mediaBlobs } from './blobs.ts';
 import { recycleBodyBuffer } from './buffers.ts';
@@ -49,8 +49,7 @@ export function mediaOptions(): Readonly<MediaOptions> {
 
 function thePool(): Piscina {
   pool ??= new Piscina({
-    filename: new URL('./worker.ts', import.meta.url).href,
-    execArgv: workerExecArgv(),
+    ...esmWorker(new URL('./worker.ts', import.meta.url)),
     minThreads: 1,
     maxThreads: options.threads,
     idleTimeout: 30_000,

@@ -2,7 +2,7 @@
 // in-process variant exists for tools and tests that do not want threads.
 import { readFileSync } from 'node:fs';
 import { Piscina } from 'piscina';
-import { workerExecArgv } from '../util/worker-threads.ts';
+import { esmWorker } from '../util/esm-worker.ts';
 import type { WebhookConfig } from './config.ts';
 import { scaled } from './config.ts';
 import { createSender, type SendResult, type SendTask, type SenderOptions } from './sender.ts';
@@ -28,9 +28,7 @@ export function senderOptions(config: WebhookConfig): SenderOptions {
 /** Worker threads; close with `pool.destroy()` after the scheduler is closed. */
 export function createSendPool(config: WebhookConfig): SendPool {
   return new Piscina<SendTask, SendResult>({
-    filename: new URL('./worker.ts', import.meta.url).href,
-    workerData: senderOptions(config),
-    execArgv: workerExecArgv(),
+    ...esmWorker(new URL('./worker.ts', import.meta.url), senderOptions(config)),
     minThreads: 1,
     maxThreads: config.pool_max_threads,
     // Attempts wait on the network, not the CPU: let each thread keep many in flight.

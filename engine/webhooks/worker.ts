@@ -1,11 +1,11 @@
 // Piscina worker: signs and sends delivery attempts. Node 24 loads this .ts file natively.
 // Its options (user agent, CAs, allow-list) arrive once as workerData; see pool.ts.
-import { workerData } from 'node:worker_threads';
+import { esmWorkerData } from '../util/esm-worker.ts';
 import { lowerThisThreadPriority } from '../util/thread-priority.ts';
 import { createSender, type SendTask, type SendResult, type SenderOptions } from './sender.ts';
 
 lowerThisThreadPriority();
-const sender = createSender(workerData as SenderOptions);
+const sender = createSender(esmWorkerData<SenderOptions>());
 
 export default function attempt(task: SendTask): Promise<SendResult> {
   return sender.send(task);
