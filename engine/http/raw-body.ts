@@ -41,6 +41,16 @@ export function refuseUnlessJson(req: IncomingMessage, limit: number): void {
 /** The raw body after refuseUnlessJson's checks. */
 export async function readJsonBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   refuseUnlessJson(req, limit);
+  // A small body usually arrives with the headers and is buffered before this runs: take it from
+  // the stream's buffer at once instead of through flowing-mode events (resume() then lets the
+  // stream end on its own).
+  const declared = req.headers['content-length'];
+  const buffered = req.complete || (declared !== undefined && req.readableLength === Number(declared));
+  if (buffered && !req.readableFlowing && req.readableLength <= limit) {
+    const all = req.read() as Buffer | null;
+    req.resume();
+    return all ?? Buffer.alloc(0);
+  }
   return new Promise((resolve, reject) => {
     let first: Buffer | undefined;
     let chunks: Buffer[] | undefined;
