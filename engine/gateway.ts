@@ -33,6 +33,7 @@ import { hashKey, TenantService } from './tenants/service.ts';
 import { createUpstreamAgent } from './upstream/client.ts';
 import { createAjv } from './validation/ajv.ts';
 import { systemClock, type Clock } from './util/clock.ts';
+import { lowerV8ThreadPriority } from './util/thread-priority.ts';
 
 /** The sandbox demo tenant: a fixed id, so its tasks survive restarts in Redis mode. */
 export const DEMO_TENANT_ID = '00000000-0000-4000-8000-00000000de00';
@@ -69,6 +70,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? createLogger(config.log.level);
   const role = opts.role ?? 'all';
+  // GC helper threads yield to the event loop (util/thread-priority.ts says why).
+  lowerV8ThreadPriority();
   const ajv = createAjv({ useDefaults: true });
   const loaded = loadVendorDir(config.vendors.dir, ajv, config.vendors.disabled);
 
