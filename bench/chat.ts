@@ -14,11 +14,15 @@
 // 2. Latency at a fixed offered rate (RATE req/s spread over 10 and 64 connections): p50/p99
 //    measured from each request's scheduled start, so queueing behind a slow request counts.
 //    At saturation, latency is just connections ÷ throughput; this is the added latency a
-//    client sees when the gateway is busy but not overloaded.
+//    client sees when the gateway is busy but not overloaded. These runs last PACED seconds
+//    (default 10: 20,000 requests at 2,000/s), so a p99 is the 200th slowest request: in a
+//    4-second run it was the 80th, and a single 30–40 ms stall (an old-generation GC cycle, or
+//    the whole VM pausing, which this machine does now and then) decided it alone.
 // 3. Unloaded stream time-to-first-byte: one connection, one request at a time; the upstream
 //    holds its stream open 20 ms after the first event.
 //
-// Env: BENCH_SECONDS (default 4) per run, BENCH_WARMUP_SECONDS (1.5) before each run,
+// Env: BENCH_SECONDS (default 4) per saturation run, BENCH_PACED_SECONDS (10) per fixed-rate
+//      run, BENCH_WARMUP_SECONDS (1.5) before each run,
 //      BENCH_PREWARM_SECONDS (6) of sync and streamed load through each proxy before the first
 //      run, BENCH_RATE (2000).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -28,10 +32,18 @@ import { Pool, type Dispatcher } from 'undici';
 
 const HERE = fileURLToPath(new URL('./', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
+const PACED = Number(process.env.BENCH_PACED_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 1.5);
 const RATE = Number(process.env.BENCH_RATE ?? 2000);
 const PREWARM = Number(process.env.BENCH_PREWARM_SECONDS ?? 6);
 const CONNECTIONS = [10, 64] as const;
+// The load generator (this process) and the upstream are measuring apparatus: their own pauses
+// land in every latency figure. Stream runs hand them thousands of small socket buffers a second;
+// in a young generation grown large by the saturation runs, those outlive the rare scavenges and
+// V8 ran a full mark-compact every 1–2 s to free them (5–15 ms stalls on the shared core, in
+// the direct runs too). A capped young generation frees them in frequent ~1 ms scavenges.
+// The proxies under test run with node's defaults.
+const APPARATUS_FLAG = '--max-semi-space-size=8';
 
 export const TARGETS = {
   sync_cpu_us: 170,
@@ -76,8 +88,8 @@ function pinSelf(core: number): void {
   if (r.status !== 0) console.warn('taskset is not available: processes are not pinned');
 }
 
-function startChild(file: string, core: number, env: Record<string, string> = {}): Promise<{ child: ChildProcess; msg: { url: string; key?: string } }> {
-  const child = spawn('taskset', ['-c', String(core), process.execPath, `${HERE}${file}`], {
+function startChild(file: string, core: number, env: Record<string, string> = {}, execArgv: string[] = []): Promise<{ child: ChildProcess; msg: { url: string; key?: string } }> {
+  const child = spawn('taskset', ['-c', String(core), process.execPath, ...execArgv, `${HERE}${file}`], {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     env: { ...process.env, ...env },
   });
@@ -163,7 +175,7 @@ async function load(t: Target, stream: boolean, connections: number, rate?: numb
   const cpu0 = await cpuOf(t.child);
   phase = 'measure';
   const t0 = performance.now();
-  await sleep(SECONDS * 1000);
+  await sleep((rate ? PACED : SECONDS) * 1000);
   phase = 'stop';
   await Promise.all(workers);
   const elapsed = (performance.now() - t0) / 1000;
@@ -200,7 +212,7 @@ const f = (n: number | undefined, d = 2) => (n === undefined || Number.isNaN(n) 
 
 export async function main(): Promise<boolean> {
   pinSelf(1);
-  const up = await startChild('chat-upstream.ts', 1);
+  const up = await startChild('chat-upstream.ts', 1, {}, [APPARATUS_FLAG]);
   const mp = await startChild('chat-minproxy.ts', 0, { UPSTREAM_URL: up.msg.url });
   const gw = await startChild('chat-gateway.ts', 0, { UPSTREAM_URL: up.msg.url });
   const auth = { authorization: `Bearer ${gw.msg.key}` };
@@ -211,7 +223,7 @@ export async function main(): Promise<boolean> {
   const sat = new Map<string, Sample>();
   const paced = new Map<string, Sample>();
   try {
-    console.log(`chat proxy benchmark — ${SECONDS}s per run after ${WARMUP}s warm-up; proxies alone on core 0, upstream + load on core 1`);
+    console.log(`chat proxy benchmark — ${SECONDS}s per saturation run, ${PACED}s per fixed-rate run, after ${WARMUP}s warm-up; proxies alone on core 0, upstream + load on core 1`);
     // Servers run for long: each proxy first serves PREWARM seconds of sync and streamed
     // requests, so the runs measure compiled code, not the JIT's first minutes.
     for (const t of [minproxy, gateway]) for (const stream of [false, true]) await load(t, stream, 10, undefined, PREWARM / 2);
@@ -283,6 +295,11 @@ export async function main(): Promise<boolean> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
+  if (!process.execArgv.includes(APPARATUS_FLAG)) {
+    // The load generator is measuring apparatus too: run it with the same young-generation cap.
+    const r = spawnSync(process.execPath, [APPARATUS_FLAG, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
+    process.exit(r.status ?? 1);
+  }
   const ok = await main();
   process.exitCode = ok ? 0 : 1;
 }
