@@ -5,7 +5,9 @@
 // - V8's platform threads ("V8Worker": concurrent marking, sweeping, parallel scavenges) are
 //   lowered by the gateway at start. On a busy core, an old-generation cycle's helpers otherwise
 //   take turns with the event loop for 40–50 ms; lowered, they use the time the loop leaves idle,
-//   and a cycle costs one pause of 7–19 ms (bench/chat.ts, gateway alone on one core, 2,000 req/s).
+//   and a cycle costs one pause of 7–19 ms (bench/chat.ts at nice 19, gateway alone on one core,
+//   2,000 req/s). Nice 10, not 19: the event loop sometimes waits for them (a scavenge joins its
+//   helpers), and on a machine whose other cores are busy a thread at 19 gets almost no CPU.
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 
