@@ -13,15 +13,15 @@ import { isoAt, systemClock, type Clock } from '../util/clock.ts';
 import { assertMilli, formatCredits, type Milli } from '../billing/money.ts';
 import type { SpendGuard } from '../billing/wallet.ts';
 import { LimitsConfig, type EffectiveLimits, type LimitsConfigInput, type RateScope, type RateWindows, type TenantLimitsInput } from './config.ts';
-import { memoryRateCounters, RateLimits, type RateCountersFactory } from './rate.ts';
+import { RateLimits, type RateCountersFactory } from './rate.ts';
 import type { LimitsStore } from './store.ts';
 
 export interface LimitsServiceOptions {
   store: LimitsStore;
   config?: LimitsConfigInput | LimitsConfig;
   clock?: Clock;
-  /** Default: in-memory counters; redisRateCounters in redis mode. */
-  rateCounters?: RateCountersFactory;
+  /** The store's request-rate counters (memoryRateCounters, redisRateCounters). */
+  rateCounters: RateCountersFactory;
   /** A tenant's own limits set at run time (admin API); read at most every `overridesTtlMs`. */
   tenantOverrides?: (tenantId: string) => Promise<TenantLimitsInput | undefined>;
   overridesTtlMs?: number;
@@ -49,7 +49,7 @@ export class LimitsService implements SpendGuard {
     this.store = opts.store;
     this.clock = opts.clock ?? systemClock;
     this.config = opts.config instanceof LimitsConfig ? opts.config : new LimitsConfig(opts.config);
-    this.rates = new RateLimits(opts.rateCounters ?? memoryRateCounters, this.clock);
+    this.rates = new RateLimits(opts.rateCounters, this.clock);
     this.tenantOverrides = opts.tenantOverrides;
     this.overridesTtlMs = opts.overridesTtlMs ?? 5_000;
   }

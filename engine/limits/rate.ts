@@ -9,11 +9,10 @@
 // (key, model, tenant). A refused request is given back to every counter it touched, so refused
 // requests never count: a client hammering one key cannot use up its tenant's or model's budget.
 //
-// Counters are a port: in memory they answer synchronously (no promise per counter on the hot
-// path, see engine/store/memory/rate-counters.ts); on Redis each is rate-limiter-flexible's
-// atomic counter script (engine/store/redis/rate.ts).
+// Counters are a port, built by the store: in memory they answer synchronously (no promise per
+// counter on the hot path, see engine/store/memory/rate-counters.ts); on Redis each is
+// rate-limiter-flexible's atomic counter script (engine/store/redis/rate.ts).
 import { GatewayError } from '../errors/gateway-error.ts';
-import { MemoryWindowCounters } from '../store/memory/rate-counters.ts';
 import type { Clock } from '../util/clock.ts';
 import { RATE_WINDOWS, WINDOW_MS, type RateScope, type RateWindow, type RateWindows } from './config.ts';
 
@@ -27,8 +26,6 @@ export interface WindowCounters {
 
 /** Builds the counters of one (scope, window); `name` is unique per pair. */
 export type RateCountersFactory = (name: string, windowMs: number) => WindowCounters;
-
-export const memoryRateCounters: RateCountersFactory = () => new MemoryWindowCounters();
 
 const WINDOW_TEXT: Record<RateWindow, string> = { per_second: 'second', per_minute: 'minute', per_day: 'day' };
 const SCOPE_TEXT: Record<RateScope, string> = { key: 'this API key', tenant: 'this account', model: 'this model' };

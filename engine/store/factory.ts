@@ -14,6 +14,7 @@ import type { TenantStore } from '../tenants/store.ts';
 import type { WebhookStore } from '../webhooks/store.ts';
 import { MemoryIdempotencyStore } from './memory/idempotency.ts';
 import { MemoryLimitsStore } from './memory/limits.ts';
+import { memoryRateCounters } from './memory/rate-counters.ts';
 import { MemoryTaskStore } from './memory/tasks.ts';
 import { MemoryTenantStore } from './memory/tenants.ts';
 import { MemoryWalletStore } from './memory/wallets.ts';
@@ -33,8 +34,7 @@ export interface Stores {
   webhooks: WebhookStore;
   /** Media bytes shared across processes (redis); undefined with the memory store. */
   media?: SharedMediaStore;
-  /** Undefined: the in-memory counters (engine/store/memory/rate-counters.ts). */
-  rateCounters?: RateCountersFactory;
+  rateCounters: RateCountersFactory;
   scheduler: JobScheduler;
   /** Close the scheduler first (no job mid-run), then the connections. */
   close(): Promise<void>;
@@ -51,6 +51,7 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
       tenants: new MemoryTenantStore(),
       wallets: new MemoryWalletStore(),
       limits: new MemoryLimitsStore(),
+      rateCounters: memoryRateCounters,
       idempotency: new MemoryIdempotencyStore(),
       webhooks: new MemoryWebhookStore(),
       scheduler,

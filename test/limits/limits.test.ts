@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { GatewayError } from '../../engine/errors/gateway-error.ts';
 import { LimitsConfig, type LimitsConfigInput } from '../../engine/limits/config.ts';
 import { LimitsService } from '../../engine/limits/limits.ts';
-import { memoryRateCounters, type RateCountersFactory } from '../../engine/limits/rate.ts';
+import type { RateCountersFactory } from '../../engine/limits/rate.ts';
+import { memoryRateCounters } from '../../engine/store/memory/rate-counters.ts';
 import { MemoryLimitsStore } from '../../engine/store/memory/limits.ts';
 import { MemoryWalletStore } from '../../engine/store/memory/wallets.ts';
 import { BillingService } from '../../engine/billing/wallet.ts';
@@ -37,7 +38,7 @@ describe('limits', () => {
   let clock: ManualClock;
   let store: MemoryLimitsStore;
   const make = (config: LimitsConfigInput, factory?: RateCountersFactory) =>
-    new LimitsService({ store, clock, config, ...(factory ? { rateCounters: factory } : {}) });
+    new LimitsService({ store, clock, config, rateCounters: factory ?? memoryRateCounters });
 
   beforeEach(() => {
     clock = new ManualClock(START);
