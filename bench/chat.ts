@@ -18,7 +18,9 @@
 //    (default 10: 20,000 requests at 2,000/s) in two windows, direct and gateway alternating
 //    (see pacedPair), so a p99 is the 200th slowest request: in a 4-second run it was the
 //    80th, and a single 30–40 ms stall (an old-generation GC cycle, or the whole VM pausing,
-//    which this machine does now and then) decided it alone.
+//    which this machine does now and then) decided it alone. The load-gen stall column is
+//    the load generator's longest event-loop stall over those windows: it runs on the other
+//    core, so a stall of tens of ms there means the machine paused, not the gateway.
 // 3. Unloaded stream time-to-first-byte: one connection per target, one request at a time,
 //    the targets taking turns in blocks (see ttfb); the upstream holds its stream open 20 ms
 //    after the first event.
@@ -28,7 +30,7 @@
 //      BENCH_PREWARM_SECONDS (6) of sync and streamed load through each proxy before the first
 //      run, BENCH_RATE (2000), BENCH_TTFB_REQUESTS (300) per target.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool, type Dispatcher } from 'undici';
 
@@ -85,6 +87,8 @@ interface Sample {
   p99: number;
   cpuUs: number | undefined;
   errors: number;
+  /** The load generator's longest event-loop stall, ms: a long one means the machine paused. */
+  stallMs: number;
 }
 
 function pinSelf(core: number): void {
@@ -152,6 +156,7 @@ interface Window {
   seconds: number;
   /** The proxy's CPU time over the window, µs (undefined for direct). */
   cpu: number | undefined;
+  stallMs: number;
 }
 
 /**
@@ -186,14 +191,17 @@ async function run(t: Target, stream: boolean, connections: number, seconds: num
   await sleep(warmupSeconds * 1000);
   const cpu0 = await cpuOf(t.child);
   phase = 'measure';
+  const stalls = monitorEventLoopDelay({ resolution: 1 });
+  stalls.enable();
   const t0 = performance.now();
   await sleep(seconds * 1000);
   phase = 'stop';
+  stalls.disable();
   await Promise.all(workers);
   const elapsed = (performance.now() - t0) / 1000;
   const cpu1 = await cpuOf(t.child);
   await pool.close();
-  return { lat, errors, seconds: elapsed, cpu: cpu0 === undefined || cpu1 === undefined ? undefined : cpu1 - cpu0 };
+  return { lat, errors, seconds: elapsed, cpu: cpu0 === undefined || cpu1 === undefined ? undefined : cpu1 - cpu0, stallMs: stalls.max / 1e6 };
 }
 
 /** One target's windows pooled: every request of every window counts once. */
@@ -207,6 +215,7 @@ function pooled(windows: Window[]): Sample {
     p99: pct(sorted, 99),
     cpuUs: cpu === undefined ? undefined : cpu / (sorted.length + sum('errors')),
     errors: sum('errors'),
+    stallMs: Math.max(...windows.map((w) => w.stallMs)),
   };
 }
 
@@ -279,8 +288,8 @@ export async function main(): Promise<boolean> {
     for (const t of [minproxy, gateway]) for (const stream of [false, true]) await saturated(t, stream, 10, PREWARM / 2);
     console.log('\n1. saturation (closed loop)');
     console.log('mode    conns  target          req/s    p50 ms    p99 ms  cpu µs/req  errors');
-    const row = (mode: string, c: number, name: string, s: Sample) =>
-      console.log(`${mode.padEnd(7)} ${String(c).padStart(5)}  ${name.padEnd(13)} ${f(s.rps, 0).padStart(8)} ${f(s.p50, 3).padStart(9)} ${f(s.p99, 3).padStart(9)} ${f(s.cpuUs, 1).padStart(11)} ${String(s.errors).padStart(7)}`);
+    const row = (mode: string, c: number, name: string, s: Sample, stall = false) =>
+      console.log(`${mode.padEnd(7)} ${String(c).padStart(5)}  ${name.padEnd(13)} ${f(s.rps, 0).padStart(8)} ${f(s.p50, 3).padStart(9)} ${f(s.p99, 3).padStart(9)} ${f(s.cpuUs, 1).padStart(11)} ${String(s.errors).padStart(7)}${stall ? f(s.stallMs, 1).padStart(19) : ''}`);
     for (const mode of ['sync', 'stream'] as const) {
       for (const c of CONNECTIONS) {
         for (const t of [direct, minproxy, gateway]) {
@@ -300,13 +309,13 @@ export async function main(): Promise<boolean> {
     console.log('  * diagnostic: the gateway with billing, limits and the access log switched off');
 
     console.log(`\n2. latency at ${RATE} req/s offered (direct and gateway in alternating ${PACED / 2} s windows, pooled)`);
-    console.log('mode    conns  target          req/s    p50 ms    p99 ms  cpu µs/req  errors');
+    console.log('mode    conns  target          req/s    p50 ms    p99 ms  cpu µs/req  errors  load-gen stall ms');
     for (const mode of ['sync', 'stream'] as const) {
       for (const c of CONNECTIONS) {
         const pair = await pacedPair(direct, gateway, mode === 'stream', c);
         [direct, gateway].forEach((t, i) => {
           paced.set(`${mode}/${c}/${t.name}`, pair[i]!);
-          row(mode, c, t.name, pair[i]!);
+          row(mode, c, t.name, pair[i]!, true);
         });
       }
     }
