@@ -282,7 +282,7 @@ export async function main(): Promise<boolean> {
   const sat = new Map<string, Sample>();
   const paced = new Map<string, Sample>();
   try {
-    console.log(`chat proxy benchmark — ${SECONDS}s per saturation run, ${PACED}s per fixed-rate run, after ${WARMUP}s warm-up; proxies alone on core 0, upstream + load on core 1`);
+    console.log(`chat proxy benchmark — ${SECONDS}s per saturation run, ${PACED}s per target at the fixed rate (two windows), after ${WARMUP}s warm-up per run; proxies alone on core 0, upstream + load on core 1`);
     // Servers run for long: each proxy first serves PREWARM seconds of sync and streamed
     // requests, so the runs measure compiled code, not the JIT's first minutes.
     for (const t of [minproxy, gateway]) for (const stream of [false, true]) await saturated(t, stream, 10, PREWARM / 2);

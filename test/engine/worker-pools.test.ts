@@ -44,7 +44,6 @@ describe('worker pools under V8 flags', () => {
     // The send worker got its options (no private destinations allowed) and answered.
     expect(sent).to.include({ ok: false, status_code: null });
     expect(sent.error).to.match(/^destination refused/);
-    // The media worker parsed the body and checked its image field.
     // The media worker parsed the body and held its image as a blob token.
     expect(parsed.body.prompt).to.equal('p');
     expect(parsed.tokens).to.have.length(1);
