@@ -4,7 +4,8 @@
 //   required               2002  a required field is missing, including fields required only in
 //                                some combinations (descriptor rules: "prompt is required when...")
 //   malformed              2001  wrong type, shape or syntax: type, const, pattern, format,
-//                                anyOf/oneOf, a string outside a plain enum, a malformed `size`
+//                                anyOf/oneOf, a string outside a plain enum, a value of a type no
+//                                enum entry has (1 where strings are listed), a malformed `size`
 //                                or `resolution` string, a malformed URL or data URI, malformed JSON
 //   unsupported_parameter  2004  a field this route does not support (additionalProperties)
 //   conflict               2004  fields that exclude each other (`not`, descriptor rules)
@@ -88,15 +89,25 @@ export function violationForAjvError(e: ErrorObject): Violation {
 }
 
 /**
- * A number outside its enum is well-formed (its type passed): unsupported_value. A string enum
- * whose node also has a `pattern` uses the pattern for well-formedness: a value matching the
- * pattern but not listed is unsupported_value, anything else malformed.
+ * A value whose JSON type none of the listed values has is a type mismatch (malformed), whether
+ * or not the node also says `type`: many schemas (OpenAI's among them) write a list of strings as
+ * a bare `enum`, and `service_tier: 1` there is the wrong type, not an unoffered tier. A number
+ * outside a list of numbers is well-formed: unsupported_value. A string enum whose node also has
+ * a `pattern` uses the pattern for well-formedness: a value matching the pattern but not listed
+ * is unsupported_value, anything else malformed.
  */
 function enumViolation(e: ErrorObject): Violation {
+  const listed = (e.params as { allowedValues?: unknown } | undefined)?.allowedValues;
+  if (Array.isArray(listed) && !listed.some((v) => jsonType(v) === jsonType(e.data))) return 'malformed';
   if (typeof e.data === 'number') return 'unsupported_value';
   const pattern = (e.parentSchema as Record<string, unknown> | undefined)?.pattern;
   if (typeof e.data === 'string' && typeof pattern === 'string' && new RegExp(pattern, 'u').test(e.data)) return 'unsupported_value';
   return 'malformed';
+}
+
+/** JSON's own types (integer and number are one: 1 and 1.5 are both numbers to a client). */
+function jsonType(v: unknown): string {
+  return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
 }
 
 export function codeForAjvError(e: ErrorObject): number {

@@ -1,10 +1,10 @@
 // One delivery attempt: sign with a fresh timestamp and POST the stored body. Runs inside a
 // Piscina worker (worker.ts) so signing and socket work stay off the API's event loop.
 //
-// The HTTPS client is one undici Agent per worker: it trusts the public roots plus the
+// The HTTPS client is one undici Agent per worker: it trusts what Node trusts plus the
 // configured extra CAs, never follows redirects (plain `request` has no redirect interceptor),
 // and resolves hosts through the SSRF guard, so every connection lands on an allowed address.
-import { createSecureContext, rootCertificates } from 'node:tls';
+import { createSecureContext, getCACertificates } from 'node:tls';
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
 import { signPayload, HEADER_ID, HEADER_SIGNATURE, HEADER_TIMESTAMP } from './signature.ts';
@@ -53,7 +53,12 @@ export function createSender(opts: SenderOptions): Sender {
   const policy = AddressPolicy.fromCidrs(opts.allowPrivateCidrs);
   // One secure context for all connections: passing `ca` per connection would re-parse the
   // ~150 root certificates on every TLS handshake (milliseconds each, on this thread).
-  const secureContext = createSecureContext({ ca: [...rootCertificates, ...opts.caPem] });
+  // A `ca` option replaces Node's store rather than adding to it, so start from the store
+  // Node's own clients use ('default': the bundled roots, NODE_EXTRA_CA_CERTS, and the system
+  // store under --use-system-ca), not from tls.rootCertificates, which is only the bundled
+  // roots: an operator who trusts a private CA the standard Node way must not have to repeat
+  // it in webhooks.ca_pem.
+  const secureContext = createSecureContext({ ca: [...getCACertificates('default'), ...opts.caPem] });
   const agent = new Agent({
     allowH2: false,
     connect: {

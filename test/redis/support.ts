@@ -53,11 +53,12 @@ export interface GatewayProcess {
   kill9(): Promise<void>;
 }
 
-export async function spawnGateway(config: string, role: 'all' | 'api' | 'worker', port?: number): Promise<GatewayProcess> {
+/** `env` adds to (or, with `undefined`, removes from) the test's own environment. */
+export async function spawnGateway(config: string, role: 'all' | 'api' | 'worker', port?: number, env: Record<string, string | undefined> = {}): Promise<GatewayProcess> {
   const p = port ?? (await freePort());
   const proc = spawn(process.execPath, [join(ROOT, 'engine/cli/main.ts'), 'serve', '--config', config, '--role', role], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(p) },
+    env: { ...process.env, PORT: String(p), ...env }, // spawn leaves out undefined values
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -12,6 +12,8 @@ export interface TestPki {
   /** A certificate for localhost from an unrelated CA (not trusted by anyone). */
   strayKey: string;
   strayCert: string;
+  /** That unrelated CA, for tests that do trust it. */
+  strayCaPem: string;
 }
 
 let cached: TestPki | undefined;
@@ -45,6 +47,7 @@ export function testPki(): TestPki {
       serverCert: read('server.pem'),
       strayKey: read('stray.key'),
       strayCert: read('stray.pem'),
+      strayCaPem: read('stray-ca.pem'),
     };
     return cached;
   } finally {
