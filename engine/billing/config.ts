@@ -4,7 +4,8 @@
 //     low_balance:
 //       threshold_credits: "1000.00"  # default balance.low threshold (per-tenant override: BillingService.setThreshold)
 //       throttle_seconds: 86400       # while ALERTED, at most one balance.low reminder per window
-import { creditsToMilli, type Milli } from './money.ts';
+import { ConfigValueError, configPointer, type ConfigProblem } from '../errors/config-error.ts';
+import { creditsToMilli, MoneyError, type Milli } from './money.ts';
 
 export interface BillingConfigInput {
   credits_per_usd?: number;
@@ -26,16 +27,22 @@ export const BILLING_DEFAULTS = Object.freeze({
   throttle_seconds: 86_400,
 });
 
+/** Defaults filled in; throws one ConfigValueError naming every unusable value by its pointer under /billing. */
 export function resolveBillingConfig(input: BillingConfigInput = {}): BillingConfig {
+  const problems: ConfigProblem[] = [];
+  const at = (message: string, ...path: string[]) => problems.push({ pointer: configPointer('billing', ...path), message });
   const creditsPerUsd = input.credits_per_usd ?? BILLING_DEFAULTS.credits_per_usd;
-  if (!Number.isSafeInteger(creditsPerUsd) || creditsPerUsd <= 0) {
-    throw new Error(`billing.credits_per_usd must be a positive integer, got ${creditsPerUsd}`);
+  if (!Number.isSafeInteger(creditsPerUsd) || creditsPerUsd <= 0) at(`must be a positive integer, got ${creditsPerUsd}`, 'credits_per_usd');
+  let threshold: Milli = 0;
+  try {
+    threshold = creditsToMilli(input.low_balance?.threshold_credits ?? BILLING_DEFAULTS.threshold_credits, 'the threshold');
+    if (threshold < 0) at('must not be negative', 'low_balance', 'threshold_credits');
+  } catch (err) {
+    if (!(err instanceof MoneyError)) throw err;
+    at(err.message, 'low_balance', 'threshold_credits');
   }
-  const threshold = creditsToMilli(input.low_balance?.threshold_credits ?? BILLING_DEFAULTS.threshold_credits, 'billing.low_balance.threshold_credits');
-  if (threshold < 0) throw new Error('billing.low_balance.threshold_credits must not be negative');
   const throttle = input.low_balance?.throttle_seconds ?? BILLING_DEFAULTS.throttle_seconds;
-  if (!Number.isSafeInteger(throttle) || throttle < 0) {
-    throw new Error(`billing.low_balance.throttle_seconds must be a non-negative integer, got ${throttle}`);
-  }
+  if (!Number.isSafeInteger(throttle) || throttle < 0) at(`must be a non-negative integer, got ${throttle}`, 'low_balance', 'throttle_seconds');
+  if (problems.length) throw new ConfigValueError(problems);
   return { creditsPerUsd, lowBalanceThreshold: threshold, lowBalanceThrottleMs: throttle * 1000 };
 }

@@ -1,8 +1,17 @@
 // Loads config.yaml: `${VAR}` / `${VAR:-default}` from the environment, validated against
-// schemas/config.schema.json (defaults filled in, env strings coerced to the schema's types).
+// schemas/config.schema.json (defaults filled in, env strings coerced to the schema's types),
+// then checked for what the schema cannot say (CIDRs, files, amounts, limits: see
+// semanticProblems). Every problem is positioned. `serve` and `gateway check` both load through
+// here, so they refuse the same configs with the same report.
 // PORT, when set, overrides the listen port, as Node services conventionally allow.
+import { statSync } from 'node:fs';
 import { resolve, dirname, isAbsolute } from 'node:path';
+import { resolveBillingConfig, type BillingConfigInput } from '../billing/config.ts';
+import { creditsToMilli, MoneyError } from '../billing/money.ts';
+import { ConfigValueError, type ConfigProblem } from '../errors/config-error.ts';
+import { LimitsConfig, type LimitsConfigInput } from '../limits/config.ts';
 import { createAjv, ajvProblems } from '../validation/ajv.ts';
+import { resolveWebhookConfig } from '../webhooks/config.ts';
 import { LoadError, readYaml, parseYaml, type YamlSource } from './yaml-source.ts';
 import type { GatewayConfig } from './types.ts';
 
@@ -12,23 +21,19 @@ export interface LoadConfigOptions {
 
 export function loadConfigFile(file: string, opts: LoadConfigOptions = {}): GatewayConfig {
   const env = opts.env ?? process.env;
-  const config = validateConfig(readYaml(file, { env }), env);
   // Paths in the config are relative to the config file.
-  if (!isAbsolute(config.vendors.dir)) config.vendors.dir = resolve(dirname(resolve(file)), config.vendors.dir);
-  return config;
+  return validateConfig(readYaml(file, { env }), env, dirname(resolve(file)));
 }
 
 /** Build a config from YAML text (tests, embedded use); relative paths resolve from `baseDir`. */
 export function loadConfigText(text: string, baseDir: string, opts: LoadConfigOptions = {}): GatewayConfig {
   const env = opts.env ?? process.env;
-  const config = validateConfig(parseYaml(text, '<config>', { env }), env);
-  if (!isAbsolute(config.vendors.dir)) config.vendors.dir = resolve(baseDir, config.vendors.dir);
-  return config;
+  return validateConfig(parseYaml(text, '<config>', { env }), env, baseDir);
 }
 
 let validator: ReturnType<ReturnType<typeof createAjv>['getSchema']> | undefined;
 
-function validateConfig(source: YamlSource, env: Record<string, string | undefined>): GatewayConfig {
+function validateConfig(source: YamlSource, env: Record<string, string | undefined>, baseDir: string): GatewayConfig {
   validator ??= createAjv({ useDefaults: true, coerceTypes: true }).getSchema('https://model-gateway.dev/schemas/config.schema.json');
   const value = (source.value ?? {}) as Record<string, unknown>;
   // Sections may be left out entirely; give them their defaults.
@@ -47,5 +52,42 @@ function validateConfig(source: YamlSource, env: Record<string, string | undefin
   if (config.sandbox.enabled && !config.sandbox.demo_api_key) {
     throw new LoadError([source.problem('/sandbox', 'the sandbox needs demo_api_key (set GATEWAY_DEMO_API_KEY)')]);
   }
+  if (!isAbsolute(config.vendors.dir)) config.vendors.dir = resolve(baseDir, config.vendors.dir);
+  const problems = semanticProblems(config);
+  // In file order, as schema errors and `gateway check` list them.
+  if (problems.length) throw new LoadError(problems.map((p) => source.problem(p.pointer, p.message)).sort((a, b) => a.line - b.line || a.col - b.col));
   return config;
+}
+
+/**
+ * What the schema lets through but `serve` would refuse as it starts: each section's own
+ * resolver runs here (the same code the gateway runs), plus the files and amounts the gateway
+ * reads at start-up. A new start-up check on the config belongs in a resolver or here, never
+ * only in startGateway, or `check` would pass a config that `serve` refuses.
+ */
+function semanticProblems(config: GatewayConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const section = (resolveSection: () => unknown) => {
+    try {
+      resolveSection();
+    } catch (err) {
+      if (!(err instanceof ConfigValueError)) throw err;
+      problems.push(...err.problems);
+    }
+  };
+  section(() => resolveBillingConfig(config.billing as BillingConfigInput));
+  section(() => new LimitsConfig(config.limits as LimitsConfigInput));
+  section(() => resolveWebhookConfig(config.webhooks));
+  if (config.sandbox.enabled) {
+    try {
+      creditsToMilli(config.sandbox.demo_credits, 'the amount'); // topped up at start-up
+    } catch (err) {
+      if (!(err instanceof MoneyError)) throw err;
+      problems.push({ pointer: '/sandbox/demo_credits', message: err.message });
+    }
+  }
+  if (!statSync(config.vendors.dir, { throwIfNoEntry: false })?.isDirectory()) {
+    problems.push({ pointer: '/vendors/dir', message: `no such folder: ${config.vendors.dir}` });
+  }
+  return problems;
 }

@@ -46,6 +46,13 @@ export interface AsyncRoutePlan {
     readonly errorMessage?: CompiledExpr;
     readonly errorCode?: CompiledExpr;
   };
+  /** The upstream cancel request, when the descriptor declares one (TaskLifecycle.cancelUpstream sends it). */
+  readonly cancel?: {
+    readonly method: string;
+    readonly path: string;
+    /** On the task's request, $upstream_task_id bound. */
+    readonly body?: CompiledExpr;
+  };
   readonly result: ReadonlyArray<readonly [string, CompiledExpr]>;
   readonly errorRules: readonly CompiledErrorRule[];
   readonly maxExecutionMs: number;
@@ -99,6 +106,10 @@ export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: str
   const submit = up.submit ?? { path: '/', body: 'null', task_id: 'null' };
   const poll = up.poll ?? { path: '/{upstream_task_id}', status: 'null', status_map: {} };
   if (!poll.path.includes('{upstream_task_id}')) at(`${p}/upstream/poll/path`, 'the poll path must contain {upstream_task_id}');
+  const cancel = up.cancel;
+  if (cancel && !cancel.path.includes('{upstream_task_id}') && !cancel.body?.includes('$upstream_task_id')) {
+    at(`${p}/upstream/cancel`, 'the cancel request must name the task: {upstream_task_id} in its path, or $upstream_task_id in its body');
+  }
   return Object.freeze({
     kind: 'async',
     key: `${vc.vendor}/${r.id}`,
@@ -131,6 +142,7 @@ export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: str
       errorMessage: expr(`${p}/upstream/poll/error_message`, poll.error_message),
       errorCode: expr(`${p}/upstream/poll/error_code`, poll.error_code),
     }),
+    cancel: cancel && Object.freeze({ method: cancel.method ?? 'POST', path: cancel.path, body: expr(`${p}/upstream/cancel/body`, cancel.body) }),
     result: Object.entries(r.result ?? {}).map(([name, src]) => [name, expr(`${p}/result/${name}`, src)!] as const),
     errorRules: [...vc.errorRules(`${p}/upstream/errors`, up.errors), ...vc.vendorRules],
     maxExecutionMs: Math.max(1, Math.round((r.max_execution_ms ?? 600_000) * vc.scale)),

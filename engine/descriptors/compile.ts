@@ -12,6 +12,7 @@ import { compileExpr, ExprError, type CompiledExpr } from './expr.ts';
 import type { LoadedVendor } from './load-descriptors.ts';
 import { compileProxyRoute, type ProxyRoutePlan } from './proxy-route.ts';
 import type { ErrorMapEntry } from './types.ts';
+import { scaledTimeout } from '../util/clock.ts';
 
 export type { AsyncRoutePlan, StatusRoutePlan, ProxyRoutePlan, CompileContext };
 
@@ -62,7 +63,7 @@ function compileVendor(v: LoadedVendor, ctx: CompileContext, problems: Problem[]
   const client = new UpstreamClient({
     baseUrl: baseUrl ?? 'http://invalid.invalid',
     auth,
-    timeoutMs: upstreamConfig.timeout_ms ?? d.upstream.timeout_ms ?? 30_000,
+    timeoutMs: scaledTimeout(upstreamConfig.timeout_ms ?? d.upstream.timeout_ms ?? 30_000, ctx.config.timing.scale),
     headers: d.upstream.headers,
     dispatcher: ctx.dispatcher,
   });

@@ -53,6 +53,7 @@ export interface RouteSpec {
   upstream?: {
     submit?: SubmitSpec;
     poll?: PollSpec;
+    cancel?: CancelSpec;
     errors?: ErrorMapEntry[];
   };
   proxy?: ProxySpec;
@@ -123,4 +124,13 @@ export interface PollSpec {
   status_map: Record<string, TaskStatus>;
   error_message?: string;
   error_code?: string;
+}
+
+/** How to stop an upstream task (the safety net's 4008); same base URL and auth as the poll. */
+export interface CancelSpec {
+  method?: 'POST' | 'DELETE' | 'PUT';
+  /** {upstream_task_id} is replaced as in the poll path. */
+  path: string;
+  /** JSONata on the validated client body, $upstream_task_id bound. */
+  body?: string;
 }

@@ -14,7 +14,8 @@
 //     daily_spend_credits: "100000.00" # credits held+settled per tenant per UTC day (1000 USD)
 //     tenants:                         # per-tenant overrides of any of the above
 //       <tenant-id>: { rate: { tenant: { per_minute: 6000 } }, concurrent_tasks: 100, daily_spend_credits: null }
-import { creditsToMilli, type Milli } from '../billing/money.ts';
+import { creditsToMilli, MoneyError, type Milli } from '../billing/money.ts';
+import { ConfigValueError, configPointer, type ConfigProblem } from '../errors/config-error.ts';
 
 export type RateScope = 'key' | 'tenant' | 'model';
 export type RateWindow = 'per_second' | 'per_minute' | 'per_day';
@@ -63,8 +64,10 @@ export class LimitsConfig {
   constructor(input: LimitsConfigInput = {}) {
     this.input = input;
     this.concurrentRetryAfterSeconds = input.concurrent_retry_after_seconds ?? LIMITS_DEFAULTS.concurrent_retry_after_seconds;
-    validateCount(this.concurrentRetryAfterSeconds, 'limits.concurrent_retry_after_seconds', false);
-    // Validate everything now, so a bad config stops start-up rather than a request.
+    // Validate everything now, so a bad config stops start-up rather than a request: each value
+    // where it is written (the config loader runs this too, for its file:line:col report).
+    const problems = limitsProblems(input);
+    if (problems.length) throw new ConfigValueError(problems);
     this.forTenant('', undefined);
     for (const m of Object.keys(input.models ?? {})) this.forTenant('', m);
     for (const t of Object.keys(input.tenants ?? {})) this.forTenant(t, undefined);
@@ -126,8 +129,42 @@ function pick<T>(...values: (T | null | undefined)[]): T | null {
   return null;
 }
 
+/** Why `v` cannot be a count (a limit, or seconds), or null when it can. */
+function countProblem(v: number, positive: boolean): string | null {
+  return Number.isSafeInteger(v) && v >= (positive ? 1 : 0) ? null : `must be ${positive ? 'a positive' : 'a non-negative'} integer or null, got ${v}`;
+}
+
 function validateCount(v: number, where: string, positive: boolean): void {
-  if (!Number.isSafeInteger(v) || v < (positive ? 1 : 0)) {
-    throw new Error(`${where} must be ${positive ? 'a positive' : 'a non-negative'} integer or null, got ${v}`);
-  }
+  const problem = countProblem(v, positive);
+  if (problem) throw new Error(`${where} ${problem}`);
+}
+
+/** Every value of a limits config the engine cannot use, at its JSON pointer under /limits. */
+function limitsProblems(input: LimitsConfigInput): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const count = (v: number | null | undefined, positive: boolean, path: string[]) => {
+    const problem = v === null || v === undefined ? null : countProblem(v, positive);
+    if (problem) problems.push({ pointer: configPointer('limits', ...path), message: problem });
+  };
+  const windows = (w: RateWindowsInput | undefined, path: string[]) => {
+    for (const k of RATE_WINDOWS) count(w?.[k], true, [...path, k]);
+  };
+  const tenantLike = (t: TenantLimitsInput | undefined, path: string[]) => {
+    for (const scope of RATE_SCOPES) windows(t?.rate?.[scope], [...path, 'rate', scope]);
+    count(t?.concurrent_tasks, false, [...path, 'concurrent_tasks']);
+    const spend = t?.daily_spend_credits;
+    if (spend === null || spend === undefined) return;
+    const pointer = configPointer('limits', ...path, 'daily_spend_credits');
+    try {
+      if (creditsToMilli(spend, 'the amount') < 0) problems.push({ pointer, message: 'must not be negative' });
+    } catch (err) {
+      if (!(err instanceof MoneyError)) throw err;
+      problems.push({ pointer, message: err.message });
+    }
+  };
+  tenantLike(input, []);
+  count(input.concurrent_retry_after_seconds, false, ['concurrent_retry_after_seconds']);
+  for (const [model, w] of Object.entries(input.models ?? {})) windows(w, ['models', model]);
+  for (const [tenant, t] of Object.entries(input.tenants ?? {})) tenantLike(t, ['tenants', tenant]);
+  return problems;
 }

@@ -26,6 +26,9 @@ interface ChatRoute {
   prompt: CompiledExpr;
 }
 
+/** The placeholders completion.json may use (the `check` tool reads this list). */
+export const COMPLETION_FIXTURE_VARS = ['completion_id', 'model', 'prompt', 'now_s', 'prompt_tokens', 'completion_tokens', 'total_tokens'] as const;
+
 const CHUNK_MS = 30;
 const SLOW_CHUNK_MS = 250;
 
@@ -81,7 +84,7 @@ export class ChatSimulator {
     const short = prompt.length > 200 ? `${prompt.slice(0, 200)}…` : prompt;
     const fixture = route.fixtures.get('completion') ?? { choices: [{ index: 0, message: { role: 'assistant', content: 'sandbox' }, finish_reason: 'stop' }] };
     const promptTokens = Math.max(1, Math.ceil(JSON.stringify(body.messages ?? []).length / 4));
-    const vars: Record<string, string | number> = {
+    const vars: Record<(typeof COMPLETION_FIXTURE_VARS)[number], string | number> = {
       completion_id: randomBase62(24), model: String(body.model ?? ''), prompt: short, now_s: Math.floor(this.clock.now() / 1000),
       prompt_tokens: promptTokens, completion_tokens: 0, total_tokens: 0,
     };

@@ -8,6 +8,8 @@
 //   [sandbox:reject]       the upstream refuses the submission with HTTP 400 → 3002
 //   [sandbox:unavailable]  the upstream answers 503 → 3001
 //   [sandbox:garbage]      polls get a non-JSON answer → 3003 after the poll error limit
+// A route's upstream cancel request (`upstream.cancel`, which the safety net sends with a 4008)
+// is answered 200 for a known task; its polls then play the `cancelled` fixture (else `failed`).
 // Fixture text may use {{upstream_task_id}}, {{prompt}}, {{now_ms}}, {{now_s}}, {{now_iso}} and
 // {{files_url}}; the simulator serves small placeholder result files under {{files_url}}.
 // A descriptor's `sandbox.reject` rules play the upstream's own validation: a matching submit
@@ -28,7 +30,7 @@ export interface SandboxOptions {
   runningMs: number;
 }
 
-type Outcome = 'succeeded' | 'failed' | 'hang' | 'garbage';
+type Outcome = 'succeeded' | 'failed' | 'hang' | 'garbage' | 'cancelled';
 
 interface SimTask {
   fixtures: ReadonlyMap<string, unknown>;
@@ -44,6 +46,7 @@ interface SimRoute {
   submitPath: string;
   pollPattern: RegExp;
   pollMethod: string;
+  cancel?: { method: string; pattern: RegExp };
   fixtures: ReadonlyMap<string, unknown>;
   prompt: CompiledExpr;
   /** The descriptor's sandbox.reject: upstream validation played by the simulator. */
@@ -71,13 +74,14 @@ export class SandboxSimulator {
         const submit = r.upstream?.submit;
         const poll = r.upstream?.poll;
         if (r.kind !== 'async' || !submit || !poll) continue;
-        const escaped = poll.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace('\\{upstream_task_id\\}', '([^/]+)').replace('{upstream_task_id}', '([^/]+)');
+        const cancel = r.upstream?.cancel;
         this.routes.push({
           method: submit.method ?? 'POST',
           vendor: v.descriptor.vendor,
           submitPath: `/${v.descriptor.vendor}${submit.path}`,
-          pollPattern: new RegExp(`^/${v.descriptor.vendor}${escaped}$`),
+          pollPattern: taskPathPattern(v.descriptor.vendor, poll.path),
           pollMethod: poll.method ?? 'GET',
+          cancel: cancel && { method: cancel.method ?? 'POST', pattern: taskPathPattern(v.descriptor.vendor, cancel.path) },
           fixtures: v.fixtures.get(r.id) ?? new Map(),
           prompt,
           reject,
@@ -114,6 +118,8 @@ export class SandboxSimulator {
       if (req.method === route.method && path === route.submitPath) return this.submit(route, req, res);
       const m = req.method === route.pollMethod ? route.pollPattern.exec(path) : null;
       if (m) return this.poll(decodeURIComponent(m[1]!), res);
+      const c = route.cancel && req.method === route.cancel.method ? route.cancel.pattern.exec(path) : null;
+      if (c) return this.cancel(decodeURIComponent(c[1]!), res);
     }
     if (await this.chat.handle(req, res, path)) return;
     send(res, 404, { error: `sandbox: no upstream route ${req.method} ${path}` });
@@ -146,6 +152,14 @@ export class SandboxSimulator {
     send(res, 200, this.fill(created, id, prompt));
   }
 
+  /** The upstream's cancel: a known task ends `cancelled`, whatever it was going to do. */
+  private cancel(id: string, res: ServerResponse): void {
+    const t = this.tasks.get(id);
+    if (!t) return send(res, 404, { error: 'sandbox: unknown task' });
+    t.outcome = 'cancelled';
+    send(res, 200, {});
+  }
+
   private poll(id: string, res: ServerResponse): void {
     const t = this.tasks.get(id);
     if (!t) return send(res, 404, { error: 'sandbox: unknown task' });
@@ -157,7 +171,8 @@ export class SandboxSimulator {
     const queuedUntil = this.opts.queuedMs * t.slow;
     const runningUntil = queuedUntil + this.opts.runningMs * t.slow;
     let name: string;
-    if (elapsed < queuedUntil && t.fixtures.has('queued')) name = 'queued';
+    if (t.outcome === 'cancelled') name = t.fixtures.has('cancelled') ? 'cancelled' : 'failed';
+    else if (elapsed < queuedUntil && t.fixtures.has('queued')) name = 'queued';
     else if (elapsed < runningUntil || t.outcome === 'hang') name = 'running';
     else name = t.outcome;
     const fixture = t.fixtures.get(name) ?? t.fixtures.get('running') ?? t.fixtures.get('created');
@@ -167,6 +182,12 @@ export class SandboxSimulator {
   private fill(fixture: unknown, id: string, prompt: string, extra: Record<string, string> = {}): unknown {
     return fillFixture(fixture, fixtureVars(id, prompt, this.opts.clock.now(), `${this.baseUrl}/_files`, extra));
   }
+}
+
+/** A vendor's upstream path with {upstream_task_id} (poll, cancel) as a pattern capturing the id. */
+function taskPathPattern(vendor: string, path: string): RegExp {
+  const escaped = path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace('\\{upstream_task_id\\}', '([^/]+)').replace('{upstream_task_id}', '([^/]+)');
+  return new RegExp(`^/${vendor}${escaped}$`);
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {

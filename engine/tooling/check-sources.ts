@@ -45,7 +45,8 @@ export function checkTargets(opts: TargetOptions): CheckTargets {
   for (const p of paths) {
     const abs = resolve(p);
     if (!existsSync(abs)) {
-      problems.push({ file: p, line: 0, col: 0, pointer: '', message: 'no such file or folder' });
+      // A config that did not load already says why; its vendors folder is unknown, not missing.
+      if (!(configProblems.length && !opts.paths?.length)) problems.push({ file: p, line: 0, col: 0, pointer: '', message: 'no such file or folder' });
       continue;
     }
     if (statSync(abs).isDirectory()) {

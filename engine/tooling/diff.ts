@@ -3,7 +3,7 @@
 //               (routes removed, request-schema narrowing, result fields removed, status codes)
 //   compatible  API clients: only accepts or returns more (routes added, new optional fields)
 //   billing     the pricing block, and the price of each route example before and after
-//   upstream    how the gateway talks to the provider (mappings, auth, polling, error maps)
+//   upstream    how the gateway talks to the provider (mappings, auth, polling, cancel, error maps)
 //   docs        summaries, descriptions, examples
 // Routes are matched by what clients call (method + path), not by route id.
 import { isDeepStrictEqual } from 'node:util';
@@ -224,8 +224,13 @@ async function diffRoute(key: string, o: Located, n: Located, changes: Change[])
   }
   for (const f of Object.keys(res1)) if (!(f in res0)) add('compatible', `result field ${f} added to completed tasks`, f);
 
-  // The upstream side.
-  for (const l of leafDiff(ro.upstream, rn.upstream, 'upstream')) add('upstream', l.text, l.path);
+  // The upstream side. An upstream cancel added or removed changes what a 4008 does at the provider: say so.
+  const { cancel: co, ...upo } = ro.upstream ?? {};
+  const { cancel: cn, ...upn } = rn.upstream ?? {};
+  for (const l of leafDiff(upo, upn, 'upstream')) add('upstream', l.text, l.path);
+  if (!co && cn) add('upstream', `upstream cancel added: \`${cn.method ?? 'POST'} ${cn.path}\` is sent when the safety net fails a task (4008)`, 'upstream.cancel');
+  else if (co && !cn) add('upstream', 'upstream cancel removed: a task the safety net fails (4008) is no longer cancelled at the provider', 'upstream.cancel');
+  else for (const l of leafDiff(co, cn, 'upstream.cancel')) add('upstream', l.text, l.path);
   // Proxy routes: token prices are billing; the rest is how the upstream is called.
   const { token_prices: tpo, ...pxo } = ro.proxy ?? ({} as NonNullable<RouteSpec['proxy']>);
   const { token_prices: tpn, ...pxn } = rn.proxy ?? ({} as NonNullable<RouteSpec['proxy']>);

@@ -1,14 +1,15 @@
 // Fixtures are upstream answers with {{placeholders}} that the sandbox fills in
 // (engine/sandbox/simulator.ts). The tools fill them with sample values the same way, so a
 // mapping is tried on what the sandbox will really serve.
+import { COMPLETION_FIXTURE_VARS } from '../sandbox/chat-simulator.ts';
 import { fillFixture as fillTemplate, fixtureVars } from '../sandbox/fixtures.ts';
 
 export const FIXTURE_VARS = ['upstream_task_id', 'prompt', 'now_ms', 'now_s', 'now_iso', 'files_url'] as const;
 
 /** Fixtures that are not poll answers: the submit answer, and the refusal `sandbox.reject` plays. */
 export const SUBMIT_FIXTURES: ReadonlySet<string> = new Set(['created', 'rejected']);
-/** Placeholders only some fixtures get. */
-const EXTRA_VARS: Readonly<Record<string, readonly string[]>> = { rejected: ['message'] };
+/** Placeholders only some fixtures get: the refusal's message, and what the chat simulator fills in a completion. */
+const EXTRA_VARS: Readonly<Record<string, readonly string[]>> = { rejected: ['message'], completion: COMPLETION_FIXTURE_VARS };
 
 /** Fixture names the sandbox plays, and the task state each must map onto. */
 export const POLL_FIXTURE_STATES: Readonly<Record<string, 'pending' | 'processing' | 'completed' | 'failed'>> = {
@@ -16,6 +17,7 @@ export const POLL_FIXTURE_STATES: Readonly<Record<string, 'pending' | 'processin
   running: 'processing',
   succeeded: 'completed',
   failed: 'failed',
+  cancelled: 'failed', // polls after the route's upstream cancel
 };
 
 export function sampleVars(prompt = 'a sample prompt'): Record<string, string | number> {

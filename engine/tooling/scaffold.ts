@@ -109,6 +109,12 @@ routes:
         status_map: { QUEUED: pending, RUNNING: processing, SUCCEEDED: completed, FAILED: failed }
         error_message: output.message
         error_code: output.code
+      # If the provider can stop a task, say how: the safety net then sends it once when it fails
+      # a task with 4008 (same base URL and auth as the poll). Map the status a cancelled task
+      # then reports onto failed, and add fixtures/generation/cancelled.json for the sandbox.
+      # cancel:
+      #   method: POST                      # or DELETE, PUT
+      #   path: /api/v1/generations/{upstream_task_id}/cancel
     result:
       images: output.results.url
     pricing:

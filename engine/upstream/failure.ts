@@ -4,7 +4,8 @@
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { CompiledExpr } from '../descriptors/expr.ts';
 
-export type UpstreamStage = 'submit' | 'poll' | 'task';
+/** `cancel` is the best-effort cancel request (TaskLifecycle.cancelUpstream): logged, never mapped onto a task error. */
+export type UpstreamStage = 'submit' | 'poll' | 'task' | 'cancel';
 
 /** A failure to get a usable answer at all: network, timeout, unparseable body. */
 export class UpstreamFailure extends Error {

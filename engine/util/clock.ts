@@ -39,3 +39,16 @@ export function isoAt(ms: number): string {
   }
   return lastIso;
 }
+
+const MIN_SCALED_TIMEOUT_MS = 1000;
+
+/**
+ * A network timeout under timing.scale. It scales like every other duration, so a test with a
+ * scaled clock can reach a timeout; but scaling never takes it below 1 s (or below the configured
+ * value, when that is smaller): a round trip, a TLS handshake or a large upload does not get
+ * faster with the test clock (provider_b's 15 s at scale 0.001 would fail healthy calls after
+ * 15 ms, a webhook's 30 s would fail a handshake on a busy machine after 30 ms).
+ */
+export function scaledTimeout(ms: number, scale: number): number {
+  return Math.max(Math.round(ms * scale), Math.min(ms, MIN_SCALED_TIMEOUT_MS));
+}

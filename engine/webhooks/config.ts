@@ -3,12 +3,14 @@
 // timeout and the rate-limit window) so lifecycle tests run in seconds; it does not touch the
 // log retention, which follows the injected clock.
 import { readFileSync } from 'node:fs';
+import { ConfigValueError, configPointer, type ConfigProblem } from '../errors/config-error.ts';
 import { AddressPolicy } from './ssrf.ts';
+import { scaledTimeout } from '../util/clock.ts';
 
 export interface WebhookConfig {
   /** Endpoints per tenant (spec: 5). */
   max_endpoints: number;
-  /** Attempt timeout: a 2xx must arrive within it (spec: 30 s). Scaled. */
+  /** Attempt timeout: a 2xx must arrive within it (spec: 30 s). Scaled, never below 1 s (util/clock.ts scaledTimeout). */
   timeout_ms: number;
   /** Delay before retry n (spec: 15 s, 1 min, 5 min, 30 min, 1 h → 6 attempts). Scaled. */
   retry_schedule_ms: number[];
@@ -29,7 +31,7 @@ export interface WebhookConfig {
   purge_interval_ms: number;
   /** Operator allow-list of otherwise refused (private, loopback, ...) destinations. */
   allow_private_cidrs: string[];
-  /** Extra CAs the HTTPS client trusts besides the public roots: PEM text or file paths. */
+  /** Extra CAs the HTTPS client trusts besides Node's own store (see sender.ts): PEM text or file paths. */
   ca_pem: string[];
   /** Piscina pool: worker threads and concurrent in-flight attempts per thread. */
   pool_max_threads: number;
@@ -55,18 +57,20 @@ export const WEBHOOK_DEFAULTS: Readonly<WebhookConfig> = Object.freeze({
 const MINUTE_MS = 60_000;
 
 /**
- * Fill defaults and check types; throws one Error listing every problem (start-up stops).
- * `ca_pem` entries that are not PEM text are read as file paths here, once.
+ * Fill defaults and check types; throws one ConfigValueError listing every problem, each at its
+ * pointer under /webhooks (the config loader runs this too, so `check` and `serve` refuse the
+ * same configs). `ca_pem` entries that are not PEM text are read as file paths here, once.
  */
 export function resolveWebhookConfig(raw: Record<string, unknown> = {}): WebhookConfig {
-  const problems: string[] = [];
+  const problems: ConfigProblem[] = [];
+  const at = (message: string, ...path: (string | number)[]) => problems.push({ pointer: configPointer('webhooks', ...path), message });
   const known = new Set(Object.keys(WEBHOOK_DEFAULTS));
-  for (const key of Object.keys(raw)) if (!known.has(key)) problems.push(`webhooks.${key}: unknown setting`);
+  for (const key of Object.keys(raw)) if (!known.has(key)) at('unknown setting', key);
 
   const num = (key: keyof WebhookConfig, min: number, integer = true): number => {
     const v = raw[key] ?? WEBHOOK_DEFAULTS[key];
     if (typeof v !== 'number' || !Number.isFinite(v) || v < min || (integer && !Number.isInteger(v))) {
-      problems.push(`webhooks.${key}: expected ${integer ? 'an integer' : 'a number'} >= ${min}`);
+      at(`expected ${integer ? 'an integer' : 'a number'} >= ${min}`, key);
       return WEBHOOK_DEFAULTS[key] as number;
     }
     return v;
@@ -74,7 +78,7 @@ export function resolveWebhookConfig(raw: Record<string, unknown> = {}): Webhook
   const list = <T>(key: keyof WebhookConfig, ok: (x: unknown) => x is T, what: string): T[] => {
     const v = raw[key] ?? WEBHOOK_DEFAULTS[key];
     if (!Array.isArray(v) || !v.every(ok)) {
-      problems.push(`webhooks.${key}: expected a list of ${what}`);
+      at(`expected a list of ${what}`, key);
       return [...(WEBHOOK_DEFAULTS[key] as T[])];
     }
     return [...v];
@@ -98,22 +102,24 @@ export function resolveWebhookConfig(raw: Record<string, unknown> = {}): Webhook
     pool_concurrency_per_thread: num('pool_concurrency_per_thread', 1),
   };
 
-  try {
-    AddressPolicy.fromCidrs(config.allow_private_cidrs);
-  } catch (err) {
-    problems.push(`webhooks.allow_private_cidrs: ${(err as Error).message}`);
-  }
-  config.ca_pem = config.ca_pem.map((entry) => {
+  config.allow_private_cidrs.forEach((cidr, i) => {
+    try {
+      AddressPolicy.fromCidrs([cidr]);
+    } catch (err) {
+      at((err as Error).message, 'allow_private_cidrs', i);
+    }
+  });
+  config.ca_pem = config.ca_pem.map((entry, i) => {
     if (entry.includes('-----BEGIN CERTIFICATE-----')) return entry;
     try {
       return readFileSync(entry, 'utf8');
     } catch {
-      problems.push(`webhooks.ca_pem: cannot read CA file ${entry}`);
+      at(`cannot read CA file ${entry}`, 'ca_pem', i);
       return '';
     }
   });
 
-  if (problems.length > 0) throw new Error(`invalid webhooks config:\n  ${problems.join('\n  ')}`);
+  if (problems.length > 0) throw new ConfigValueError(problems);
   return Object.freeze(config);
 }
 
@@ -121,7 +127,7 @@ export function resolveWebhookConfig(raw: Record<string, unknown> = {}): Webhook
 export function scaled(config: WebhookConfig) {
   const s = config.time_scale;
   return {
-    timeoutMs: Math.max(1, Math.round(config.timeout_ms * s)),
+    timeoutMs: scaledTimeout(config.timeout_ms, s),
     retryDelaysMs: config.retry_schedule_ms.map((ms) => Math.round(ms * s)),
     rateWindowMs: Math.max(1, Math.round(MINUTE_MS * s)) + config.rate_limit_margin_ms,
     // Bursts go out at most at twice the average allowed rate (600/min: one per 50 ms), not

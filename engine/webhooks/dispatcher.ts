@@ -232,12 +232,14 @@ export class WebhookDispatcher {
         updated_at: isoNow(this.clock),
       });
       this.log.warn({ endpoint_id: endpoint.id, delivery_id: delivery.id, url: endpoint.url }, 'webhook endpoint answered 410 Gone; endpoint disabled');
-      outcome = { status: 'failed', next_attempt_at: null, updated_at: isoNow(this.clock) };
+      outcome = { status: 'failed', next_attempt_at: null, updated_at: isoNow(this.clock), failure_reason: 'the endpoint answered HTTP 410 Gone and was disabled (endpoint_gone)' };
     } else if (job.attempt < maxAttempts(this.config)) {
       retryDelay = this.timing.retryDelaysMs[job.attempt - 1]!;
       outcome = { status: 'pending', next_attempt_at: new Date(now + retryDelay).toISOString(), updated_at: isoNow(this.clock) };
     } else {
-      outcome = { status: 'failed', next_attempt_at: null, updated_at: isoNow(this.clock) };
+      // The log's reader sees why at once, without opening the attempts: the last answer or network error.
+      const attempts = `after ${job.attempt} attempt${job.attempt === 1 ? '' : 's'}`;
+      outcome = { status: 'failed', next_attempt_at: null, updated_at: isoNow(this.clock), failure_reason: `${error ?? 'no usable answer'} ${attempts}` };
     }
 
     const recorded = await this.store.recordAttempt(

@@ -123,7 +123,7 @@ export class WebhookEndpoints {
 
   private async checkDestination(url: string): Promise<void> {
     const why = await destinationRefusal(new URL(url), this.policy, this.resolveHost);
-    if (why) throw fail([{ pointer: '/url', detail: `url points to a non-public address: ${why}.`, code: 2003 }]);
+    if (why) throw fail([{ pointer: '/url', detail: `url cannot be used as a webhook destination: ${why}.`, code: 2003 }]);
   }
 }
 

@@ -1,7 +1,7 @@
 // SSRF guard: webhook destinations must be public addresses unless the operator allow-lists
 // them (`webhooks.allow_private_cidrs`). Checked twice:
-//  - when an endpoint is saved: every address the host resolves to (or the literal IP) must be
-//    allowed, so a user learns at once that an internal URL will not be called;
+//  - when an endpoint is saved: the host must resolve, and every address it resolves to (or
+//    the literal IP) must be allowed, so a user learns at once that the URL will not be called;
 //  - at connect time, on every attempt, through `guardedLookup` (the undici Agent's
 //    `connect.lookup`): the socket only ever connects to an allowed address, so DNS rebinding
 //    (public at save, 10.x at send) cannot reach inside. There we drop refused addresses and
@@ -80,22 +80,45 @@ export function hostOf(url: URL): string {
 
 export type HostResolver = (host: string) => Promise<LookupAddress[]>;
 
+/**
+ * The name to look up for a URL's host. RFC 6761 §6.3: `localhost` and every name under it are
+ * the loopback host, with or without the root's trailing dot (`localhost.`); they are looked up
+ * as `localhost`, the system's own answer (resolvers differ on the other spellings: glibc does
+ * not resolve `localhost.`), so they are refused as loopback like `localhost` itself, and reach
+ * the same address when the operator allows it. Other names are looked up as written.
+ */
+export function lookupName(host: string): string {
+  const h = host.toLowerCase().replace(/\.$/, '');
+  return h === 'localhost' || h.endsWith('.localhost') ? 'localhost' : host;
+}
+
+/** RFC 6761 §6.4: `.invalid` names never resolve; answered here without asking DNS. */
+function isInvalidName(host: string): boolean {
+  const h = host.toLowerCase().replace(/\.$/, '');
+  return h === 'invalid' || h.endsWith('.invalid');
+}
+
 export const systemResolver: HostResolver = (host) => dnsLookupAsync(host, { all: true, verbatim: true });
 
 /**
- * Save-time check: null when every address of the URL's host is allowed, else the reason.
- * A host that does not resolve (yet) is accepted — DNS may simply not be set up, and the
- * connect-time guard still refuses whatever it later resolves to.
+ * Save-time check: null when the URL's host resolves and every one of its addresses is
+ * allowed, else the reason. A host that does not resolve is refused: every attempt to it would
+ * fail, and the user learns it now rather than from a delivery log six attempts later.
  */
 export async function destinationRefusal(url: URL, policy: AddressPolicy, resolve: HostResolver = systemResolver): Promise<string | null> {
   const host = hostOf(url);
   if (isIP(host) !== 0) return policy.refusal(host);
+  if (isInvalidName(host)) return `${host} does not resolve (.invalid names never do)`;
   let addresses: LookupAddress[];
   try {
-    addresses = await resolve(host);
-  } catch {
-    return null;
+    addresses = await resolve(lookupName(host));
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    // EAI_AGAIN is the resolver failing, not the name: the same URL may be accepted later.
+    if (code === 'EAI_AGAIN') return `${host} could not be resolved right now (EAI_AGAIN); try again`;
+    return `${host} does not resolve${code ? ` (${code})` : ''}`;
   }
+  if (addresses.length === 0) return `${host} does not resolve to any address`;
   for (const a of addresses) {
     const why = policy.refusal(a.address);
     if (why) return `${host} resolves to ${why.replace(`${a.address} is`, `${a.address}, which is`)}`;
@@ -115,7 +138,8 @@ export class DestinationRefusedError extends Error {
 /** A `lookup` for net/tls.connect that only yields allowed addresses. */
 export function guardedLookup(policy: AddressPolicy, base: typeof dnsLookup = dnsLookup): LookupFunction {
   return (hostname, options, callback) => {
-    base(hostname, { ...options, all: true }, (err, addresses) => {
+    // The same name the save-time check looked up (`localhost.` as `localhost`).
+    base(lookupName(hostname), { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, '', 0);
       const list = addresses as LookupAddress[];
       const ok = list.filter((a) => policy.refusal(a.address) === null);

@@ -38,8 +38,9 @@ export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
  *  - `series`: 1 for the automatic attempts, +1 for each manual re-send (each series has up
  *    to 1 + retry_schedule_ms.length attempts, numbered from 1).
  *  - `attempt_count`: attempts made, all series together.
- *  - `failure_reason`: why the delivery ended `failed` without (more) HTTP attempts, e.g.
- *    the endpoint was deleted or disabled meanwhile.
+ *  - `failure_reason`: why the delivery ended `failed` (null otherwise): the last attempt's
+ *    HTTP status or network error and the attempt count ("HTTP 500 after 6 attempts"), a 410
+ *    that disabled the endpoint, or an endpoint deleted or disabled meanwhile.
  */
 export interface DeliveryRecord {
   id: string;
@@ -78,6 +79,8 @@ export interface AttemptOutcome {
   status: DeliveryStatus;
   next_attempt_at: string | null;
   updated_at: string;
+  /** Set when the outcome is `failed`: the delivery's failure_reason. */
+  failure_reason?: string;
 }
 
 export interface Page<T> {

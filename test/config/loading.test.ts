@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { loadConfigText, loadConfigFile } from '../../engine/config/load-config.ts';
+import { runChecks } from '../../engine/tooling/checks.ts';
 import { formatProblem, LoadError } from '../../engine/config/yaml-source.ts';
 import { compileVendors } from '../../engine/descriptors/compile.ts';
 import { loadVendorDir } from '../../engine/descriptors/load-descriptors.ts';
@@ -148,4 +149,71 @@ describe('an invalid file stops start-up with the report and a non-zero exit', (
       expect(r.stderr).to.match(/vendors\/provider_b\.yaml:\d+:5 {2}\/routes\/0\/modle {2}unknown field "modle"/);
     }
   });
+});
+
+describe('gateway check and gateway serve refuse the same configs, with positions', () => {
+  // Values the config schema lets through but the engine cannot use. Each row: the YAML that
+  // holds it, and the pointer and message both commands must report at the value's line.
+  const BASE = `server: { port: 0 }\nstore: {}\nsandbox: { enabled: true, demo_api_key: xxxxxxxxxxxxxxxxxxxx }\nlog: { level: silent }\nvendors: { dir: ${JSON.stringify(join(ROOT, 'vendors'))}, disabled: [provider_a, provider_c, provider_d, provider_e, provider_f] }\n`;
+  const rows: Array<{ name: string; yaml: string; at: string; pointer: string; message: RegExp }> = [
+    { name: 'a CIDR with a /33 prefix', yaml: 'webhooks:\n  allow_private_cidrs: ["10.0.0.0/8", "127.0.0.0/33"]\n', at: '127.0.0.0/33', pointer: '/webhooks/allow_private_cidrs/1', message: /^not a CIDR: 127\.0\.0\.0\/33$/ },
+    { name: 'a CA file that does not exist', yaml: 'webhooks:\n  ca_pem: [/no/such/ca.pem]\n', at: 'ca_pem', pointer: '/webhooks/ca_pem/0', message: /^cannot read CA file \/no\/such\/ca\.pem$/ },
+    { name: 'a negative low-balance threshold', yaml: 'billing:\n  low_balance: { threshold_credits: -5 }\n', at: 'threshold_credits', pointer: '/billing/low_balance/threshold_credits', message: /^must not be negative$/ },
+    { name: 'credits per USD beyond the safe integers', yaml: 'billing:\n  credits_per_usd: 1e300\n', at: 'credits_per_usd', pointer: '/billing/credits_per_usd', message: /^must be a positive integer/ },
+    { name: 'a daily spend with a fraction of a milli-credit, as a number', yaml: 'limits:\n  daily_spend_credits: 2.5\n', at: 'daily_spend_credits', pointer: '/limits/daily_spend_credits', message: /must be an integer or a decimal string/ },
+    { name: 'a per-model rate beyond the safe integers', yaml: 'limits:\n  models:\n    provider_b/image_generation: { per_minute: 1e300 }\n', at: 'per_minute', pointer: '/limits/models/provider_b~1image_generation/per_minute', message: /^must be a positive integer or null/ },
+    { name: 'sandbox demo credits beyond the money range', yaml: 'sandbox_credits', at: 'demo_credits', pointer: '/sandbox/demo_credits', message: /outside the safe integer range/ },
+    { name: 'a vendors folder that does not exist', yaml: 'vendors_dir', at: 'vendors:', pointer: '/vendors/dir', message: /^no such folder: .*\/no-such-vendors$/ },
+  ];
+  const textOf = (yaml: string) =>
+    yaml === 'sandbox_credits' ? BASE.replace('demo_api_key: xxxxxxxxxxxxxxxxxxxx', 'demo_api_key: xxxxxxxxxxxxxxxxxxxx, demo_credits: "99999999999999999999"')
+      : yaml === 'vendors_dir' ? BASE.replace(/dir: "[^"]*"/, 'dir: no-such-vendors')
+        : BASE + yaml;
+  const write = (text: string) => {
+    const file = join(mkdtempSync(join(tmpdir(), 'gw-cfg-')), 'config.yaml');
+    writeFileSync(file, text);
+    return file;
+  };
+  const lineOf = (text: string, needle: string) => text.split('\n').findIndex((l) => l.includes(needle)) + 1;
+
+  for (const row of rows) {
+    it(`${row.name}: check reports it, serve's loader refuses it, at the same file:line:col`, async () => {
+      const text = textOf(row.yaml);
+      const file = write(text);
+      const report = await runChecks({ config: file });
+      expect(report.ok, JSON.stringify(report.findings)).to.equal(false);
+      const found = report.findings.map((f) => ({ line: f.line, col: f.col, pointer: f.pointer, message: f.message, severity: f.severity }));
+      expect(found).to.have.length(1);
+      expect(found[0]).to.include({ line: lineOf(text, row.at), pointer: row.pointer, severity: 'error' });
+      expect(found[0]!.message).to.match(row.message);
+      let problems: string[] = [];
+      try {
+        loadConfigFile(file, { env: {} });
+      } catch (err) {
+        if (!(err instanceof LoadError)) throw err;
+        problems = err.problems.map(formatProblem);
+      }
+      expect(problems).to.deep.equal([formatProblem({ file: report.findings[0]!.file, ...found[0]! })]);
+    });
+  }
+
+  it('the CLI: check and serve both exit 1 and print the same file:line:col lines', async () => {
+    const file = write(merge(rows.slice(0, 6).map((r) => r.yaml)));
+    const [check, serve] = await Promise.all(['check', 'serve'].map((cmd) => run(process.execPath, [join(ROOT, 'engine/cli/main.ts'), cmd, '--config', file]).catch((e) => e)));
+    expect([check.code, serve.code]).to.deep.equal([1, 1]);
+    const lines = (out: string) => out.split('\n').filter((l) => /config\.yaml:\d+:\d+ {2}\//.test(l)).map((l) => l.replace(/ {2}\[config\]$/, ''));
+    expect(lines(check.stderr)).to.have.length(6);
+    expect(lines(serve.stderr)).to.deep.equal(lines(check.stderr));
+    expect(serve.stderr).to.match(/gateway: 6 problem\(s\); not started/);
+  });
+
+  /** One config holding the rows' sections (each section's entries under one key). */
+  function merge(yamls: string[]): string {
+    const sections = new Map<string, string[]>();
+    for (const y of yamls) {
+      const [head, ...body] = y.trimEnd().split('\n');
+      sections.set(head!, [...(sections.get(head!) ?? []), ...body]);
+    }
+    return BASE + [...sections].map(([head, body]) => `${head}\n${body.join('\n')}\n`).join('');
+  }
 });

@@ -2,7 +2,7 @@
 // and broken in exactly one way; findings must name the check, the file, the line and the pointer.
 import { expect } from 'chai';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { runChecks } from '../../engine/tooling/checks.ts';
 import type { Finding } from '../../engine/tooling/findings.ts';
 import { cleanTempDirs, cli, editDescriptor, lineOf, vendorsDir, writeFixture } from './support.ts';
@@ -234,6 +234,32 @@ describe('gateway check', () => {
     expect(report.findings.some((x) => x.severity === 'warning' && /fixtures for route "generation", which this descriptor does not have/.test(x.message))).to.equal(true);
   });
 
+  it('upstream cancel: it must name the task; its body reads declared fields; the sandbox wants cancelled.json', async () => {
+    const dir = vendorsDir();
+    editDescriptor(dir, 'acme', (d) => {
+      d.routes[0].upstream.poll.status_map.CANCELED = 'failed';
+      d.routes[0].upstream.cancel = { path: '/api/v1/cancel' };
+    });
+    let report = await check(dir);
+    expect(only(report.findings, 'engine').map((x) => [x.pointer, x.message])).to.deep.equal([
+      ['/routes/0/upstream/cancel', 'the cancel request must name the task: {upstream_task_id} in its path, or $upstream_task_id in its body'],
+    ]);
+    expect(report.findings.filter((x) => x.severity === 'warning').map((x) => x.message)).to.deep.equal([
+      `no ${relative(process.cwd(), join(dir, 'acme/fixtures/generation'))}/cancelled.json: after a cancel the sandbox plays failed.json`,
+    ]);
+    editDescriptor(dir, 'acme', (d) => {
+      d.routes[0].upstream.cancel = { path: '/api/v1/cancel', body: '{ "task_id": $upstream_task_id, "reason": reson }' };
+    });
+    report = await check(dir);
+    expect(only(report.findings, 'expression').map((x) => [x.pointer, x.message.split(' (')[0]])).to.deep.equal([['/routes/0/upstream/cancel/body', 'reads "reson", which the request schema does not declare']]);
+    editDescriptor(dir, 'acme', (d) => {
+      d.routes[0].upstream.cancel = { path: '/api/v1/tasks/cancel', body: '{ "task_id": $upstream_task_id }' };
+    });
+    writeFixture(dir, 'acme', 'generation', 'cancelled', { output: { task_id: '{{upstream_task_id}}', status: 'CANCELED' } });
+    report = await check(dir);
+    expect(report.findings, JSON.stringify(report.findings)).to.deep.equal([]);
+  });
+
   it('engine: what only the engine compiler refuses is reported too (a status route reading an unknown route)', async () => {
     const dir = vendorsDir();
     editDescriptor(dir, 'acme', (d) => {
@@ -292,6 +318,12 @@ describe('gateway check', () => {
       expect(lines.at(-1)).to.match(/^check failed: \d+ error\(s\)/);
       const gh = cli(['check', dir, '--format', 'github']);
       expect(gh.stderr).to.match(/^::error file=.*zeta\.yaml,line=\d+,col=\d+,title=gateway check%3A meta-schema::\/routes\/0\/kind /m);
+    });
+
+    it('the shipped repository passes its own strict check (no error, no warning)', () => {
+      const r = cli(['check', '--strict']);
+      expect(r.status, r.stdout + r.stderr).to.equal(0);
+      expect(r.stdout).to.match(/^ok: 0 error\(s\), 0 warning\(s\)/m);
     });
 
     it('checks the repository config and its vendors by default', () => {

@@ -165,6 +165,24 @@ describe('gateway diff', () => {
       expect(report.changes.find((c) => c.field === 'upstream.auth.scheme')).to.include({ subject: 'vendor acme', class: 'upstream' });
     });
 
+    it('an upstream cancel added, changed or removed: an upstream change that says what a 4008 then does', async () => {
+      const del = await pair((d) => {
+        d.routes[0].upstream.cancel = { method: 'DELETE', path: '/api/v1/generations/{upstream_task_id}' };
+      });
+      expect(del.report.counts).to.include({ breaking: 0, compatible: 0, upstream: 1 });
+      expect(summary(del.report.changes)).to.deep.equal(['upstream upstream.cancel: upstream cancel added: `DELETE /api/v1/generations/{upstream_task_id}` is sent when the safety net fails a task (4008)']);
+      const post = await pair((d) => {
+        d.routes[0].upstream.cancel = { path: '/api/v1/generations/{upstream_task_id}/cancel' };
+      });
+      const changed = await diffSets(folderSet(post.newDir, 'a'), folderSet(del.newDir, 'b'));
+      expect(summary(changed.changes)).to.deep.equal([
+        'upstream upstream.cancel.path: upstream.cancel.path: `/api/v1/generations/{upstream_task_id}/cancel` → `/api/v1/generations/{upstream_task_id}`',
+        'upstream upstream.cancel.method: upstream.cancel.method added: `DELETE`',
+      ]);
+      const removed = await diffSets(folderSet(post.newDir, 'a'), folderSet(post.oldDir, 'b'));
+      expect(summary(removed.changes)).to.deep.equal(['upstream upstream.cancel: upstream cancel removed: a task the safety net fails (4008) is no longer cancelled at the provider']);
+    });
+
     it('summary and model_name: docs, and breaking for webhook consumers', async () => {
       const { report } = await pair((d) => {
         d.routes[0].summary = 'Picture generation';

@@ -21,7 +21,13 @@ describe('webhooks config', () => {
 
   it('scales delivery durations by time_scale', () => {
     const s = scaled(resolveWebhookConfig({ time_scale: 0.001, rate_limit_margin_ms: 0 }));
-    expect(s).to.deep.equal({ timeoutMs: 30, retryDelaysMs: [15, 60, 300, 1800, 3600], rateWindowMs: 60, rateMinGapMs: 0.05 });
+    expect(s).to.deep.equal({ timeoutMs: 1000, retryDelaysMs: [15, 60, 300, 1800, 3600], rateWindowMs: 60, rateMinGapMs: 0.05 });
+  });
+
+  it('scales the attempt timeout down to 1 s at most (a TLS handshake does not get faster with the test clock)', () => {
+    expect(scaled(resolveWebhookConfig({ time_scale: 0.1 })).timeoutMs).to.equal(3000);
+    expect(scaled(resolveWebhookConfig({ time_scale: 0.001 })).timeoutMs).to.equal(1000);
+    expect(scaled(resolveWebhookConfig({ time_scale: 0.001, timeout_ms: 200 })).timeoutMs).to.equal(200);
   });
 
   it('reports every problem at once', () => {

@@ -74,6 +74,8 @@ describe('webhook endpoints API', () => {
       ['private address (literal)', { ...GOOD, url: 'https://10.0.0.8/hook' }, 2003, ['/url']],
       ['private address (DNS)', { ...GOOD, url: 'https://internal.example.com/hook' }, 2003, ['/url']],
       ['loopback via localhost', { ...GOOD, url: 'https://localhost:8443/hook' }, 2003, ['/url']],
+      ['loopback via localhost. (trailing dot)', { ...GOOD, url: 'https://localhost.:8443/hook' }, 2003, ['/url']],
+      ['a host that does not resolve (.invalid)', { ...GOOD, url: 'https://hooks.invalid/x' }, 2003, ['/url']],
       ['cloud metadata address', { ...GOOD, url: 'https://169.254.169.254/latest' }, 2003, ['/url']],
     ];
     for (const [name, body, code, pointers] of cases) {
@@ -146,6 +148,10 @@ describe('webhook endpoints API', () => {
     expect(bad.body.error_code).to.equal(2002);
     const ssrf = await api.call('PATCH', `/v1/webhooks/endpoints/${e.id}`, { url: 'https://internal.example.com/x' });
     expect(ssrf.body.error_code).to.equal(2003);
+    for (const url of ['https://localhost./x', 'https://gone.invalid/x']) {
+      const refused = await api.call('PATCH', `/v1/webhooks/endpoints/${e.id}`, { url });
+      expect([refused.status, refused.body.error_code, refused.body.errors[0].pointer], url).to.deep.equal([400, 2003, '/url']);
+    }
     expect((await api.call('GET', `/v1/webhooks/endpoints/${e.id}`)).body.url).to.equal('https://hooks.example.com/v2');
   });
 

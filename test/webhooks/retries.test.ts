@@ -86,7 +86,7 @@ describe('webhook retries', function () {
 
   it('a response slower than the (scaled) timeout is a failed attempt', async () => {
     rx = await Receiver.start((r) => ({ status: 200, delayMs: r.n === 1 ? 1500 : 0 }));
-    h = harness({ config: { time_scale: 0.01 } }); // timeout 300 ms, first retry after 150 ms
+    h = harness({ config: { time_scale: 0.01, timeout_ms: 300 } }); // timeout 300 ms (below the 1 s floor of scaling: kept), first retry after 150 ms
     await h.endpoints.create(TENANT, { url: rx.url(), events: ['task.created'] });
     const event = await h.bus.emit(TENANT, 'task.created', taskData('pending'));
     const d = await settled(event.id);

@@ -97,12 +97,34 @@ describe('webhooks SSRF guard', () => {
       expect(await check('https://[::ffff:169.254.169.254]/x')).to.match(/link-local/);
       expect(await check('https://0x7f.1/x')).to.match(/127\.0\.0\.1 is a loopback/); // WHATWG URL normalizes it
     });
-    it('accepts an unresolvable host (the connect-time guard still applies)', async () => {
-      expect(await check('https://nowhere.example.com/x')).to.equal(null);
+    it('refuses a host that does not resolve: every attempt to it would fail', async () => {
+      expect(await check('https://nowhere.example.com/x')).to.equal('nowhere.example.com does not resolve (ENOTFOUND)');
+      const flaky: HostResolver = async () => {
+        throw Object.assign(new Error('try again'), { code: 'EAI_AGAIN' });
+      };
+      expect(await destinationRefusal(new URL('https://hooks.example.com/x'), none, flaky)).to.match(/could not be resolved right now \(EAI_AGAIN\); try again/);
+      expect(await destinationRefusal(new URL('https://hooks.example.com/x'), none, async () => [])).to.equal('hooks.example.com does not resolve to any address');
+    });
+    it('refuses .invalid names without asking DNS (RFC 6761)', async () => {
+      const asked: string[] = [];
+      const spy: HostResolver = async (host) => {
+        asked.push(host);
+        return [{ address: '93.184.216.34', family: 4 }];
+      };
+      for (const url of ['https://host.invalid/x', 'https://HOST.INVALID./x', 'https://invalid/x']) {
+        expect(await destinationRefusal(new URL(url), none, spy), url).to.match(/does not resolve \(\.invalid names never do\)$/);
+      }
+      expect(asked).to.deep.equal([]);
     });
     it('uses the system resolver by default: localhost is refused, then allowed with 127.0.0.1/32', async () => {
       expect(await destinationRefusal(new URL('https://localhost/x'), none)).to.match(/127\.0\.0\.1, which is a loopback address/);
       expect(await destinationRefusal(new URL('https://localhost/x'), AddressPolicy.fromCidrs(['127.0.0.1/32']))).to.equal(null);
+    });
+    it('treats localhost., LOCALHOST and names under localhost as localhost (RFC 6761), refused or allowed alike', async () => {
+      for (const url of ['https://localhost./x', 'https://LOCALHOST/x', 'https://api.localhost/x', 'https://api.localhost./x']) {
+        expect(await destinationRefusal(new URL(url), none), url).to.match(/resolves to 127\.0\.0\.1, which is a loopback address/);
+        expect(await destinationRefusal(new URL(url), AddressPolicy.fromCidrs(['127.0.0.1/32'])), url).to.equal(null);
+      }
     });
   });
 
@@ -125,6 +147,16 @@ describe('webhooks SSRF guard', () => {
       const lookup = guardedLookup(none, answering(['127.0.0.1', '93.184.216.34']));
       expect((await run(lookup, true)).result).to.deep.equal([{ address: '93.184.216.34', family: 4 }]);
       expect((await run(lookup, false)).result).to.deep.equal(['93.184.216.34', 4]);
+    });
+    it('looks localhost. up as localhost, as the save-time check does', async () => {
+      const asked: string[] = [];
+      const base = ((host: string, _opts: unknown, cb: (err: Error | null, a: LookupAddress[]) => void) => {
+        asked.push(host);
+        cb(null, [{ address: '127.0.0.1', family: 4 }]);
+      }) as never;
+      const lookup = guardedLookup(AddressPolicy.fromCidrs(['127.0.0.1/32']), base);
+      const got = await new Promise<unknown>((resolve) => lookup('localhost.', { all: false }, (_e, address) => resolve(address)));
+      expect([asked, got]).to.deep.equal([['localhost'], '127.0.0.1']);
     });
     it('lets allow-listed addresses through', async () => {
       const { err, result } = await run(guardedLookup(AddressPolicy.fromCidrs(['10.0.0.0/24']), answering(['10.0.0.5'])), false);
