@@ -17,6 +17,9 @@ export interface AdminDeps {
   extend?: (router: Router) => void;
 }
 
+/** A key lives at most 100 years: beyond that its expiry is no date at all. */
+const MAX_KEY_TTL_SECONDS = 100 * 365 * 24 * 3600;
+
 const SCOPE = { type: 'string', pattern: '^(\\*|[a-z_][a-z0-9_]*):?(\\*|create|read)?$' };
 
 export function adminRouter(deps: AdminDeps): Router {
@@ -35,7 +38,7 @@ export function adminRouter(deps: AdminDeps): Router {
       scopes: { type: 'array', minItems: 1, items: SCOPE },
       mode: { enum: ['live', 'test'] },
       expires_at: { type: 'string', format: 'date-time' },
-      ttl_seconds: { type: 'integer', minimum: 1 },
+      ttl_seconds: { type: 'integer', minimum: 1, maximum: MAX_KEY_TTL_SECONDS },
     },
     not: { required: ['expires_at', 'ttl_seconds'] },
   });

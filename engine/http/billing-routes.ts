@@ -24,9 +24,12 @@ export interface BillingRouteDeps {
 }
 
 const CREDITS = { type: 'string', pattern: '^-?[0-9]{1,12}(\\.[0-9]{1,3})?$' };
+// Counts are bounded as the limits engine needs them (safe integers): an override it could not
+// use would be stored, then fail every later request of the tenant.
+const COUNT = { type: ['integer', 'null'], maximum: Number.MAX_SAFE_INTEGER };
 const WINDOWS = {
   type: 'object', additionalProperties: false,
-  properties: Object.fromEntries(['per_second', 'per_minute', 'per_day'].map((w) => [w, { type: ['integer', 'null'], minimum: 1 }])),
+  properties: Object.fromEntries(['per_second', 'per_minute', 'per_day'].map((w) => [w, { ...COUNT, minimum: 1 }])),
 };
 
 export function walletView(w: WalletView): Record<string, unknown> {
@@ -73,7 +76,7 @@ export function mountAdminBillingRoutes(router: Router, deps: BillingRouteDeps):
     type: 'object', additionalProperties: false,
     properties: {
       rate: { type: 'object', additionalProperties: false, properties: { key: WINDOWS, tenant: WINDOWS, model: WINDOWS } },
-      concurrent_tasks: { type: ['integer', 'null'], minimum: 0 },
+      concurrent_tasks: { ...COUNT, minimum: 0 },
       daily_spend_credits: { anyOf: [CREDITS, { type: 'null' }] },
     },
   });

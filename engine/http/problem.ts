@@ -10,7 +10,8 @@ import { newUuid } from '../util/ids.ts';
 
 export const PROBLEM_TYPE_BASE = 'https://model-gateway.dev/docs/errors';
 
-export function problemBody(err: GatewayError, instance: string, traceId: string | undefined): Record<string, unknown> {
+/** `instance` is the request path; undefined (left out) when the request could not be parsed. */
+export function problemBody(err: GatewayError, instance: string | undefined, traceId: string | undefined): Record<string, unknown> {
   const body: Record<string, unknown> = {
     type: `${PROBLEM_TYPE_BASE}#${err.code}`,
     title: err.title,

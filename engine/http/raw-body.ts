@@ -1,10 +1,11 @@
 // JSON request bodies, read from the node request: one policy for every JSON route (express
 // routes, the task fast lane, the chat proxy; the media reader applies the same checks) —
 // uncompressed UTF-8 JSON (415 otherwise), the route's size limit (413, from Content-Length
-// before a byte is read), 2001 when it does not parse.
+// before a byte is read), 2001 when it does not parse or nests deeper than MAX_JSON_DEPTH.
 import type { IncomingMessage } from 'node:http';
 import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
+import { JsonBodyError, MAX_JSON_DEPTH, parseJsonBytes } from '../util/json-body.ts';
 
 const JSON_TYPE = /^application\/([\w.+-]*\+)?json\b/i;
 const CHARSET = /;\s*charset=("?)([^";]+)\1/i;
@@ -38,9 +39,24 @@ export function refuseUnlessJson(req: IncomingMessage, limit: number): void {
   }
 }
 
-/** The raw body after refuseUnlessJson's checks. */
+/** Where a request keeps its body once read: its stream can be read only once. */
+const READ = Symbol('request body read');
+type ReadRequest = IncomingMessage & { [READ]?: Promise<Buffer> };
+
+/**
+ * The raw body after refuseUnlessJson's checks. The stream is read once per request: a second
+ * reader (a router mounted under one that read the body already) gets the same bytes, held to
+ * its own limit, instead of waiting forever for an 'end' that has already been emitted.
+ */
 export async function readJsonBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   refuseUnlessJson(req, limit);
+  const read = ((req as ReadRequest)[READ] ??= readStream(req, limit));
+  const raw = await read;
+  if (raw.length > limit) throw tooLarge(limit);
+  return raw;
+}
+
+async function readStream(req: IncomingMessage, limit: number): Promise<Buffer> {
   // A small body usually arrives with the headers and is buffered before this runs: take it from
   // the stream's buffer at once instead of through flowing-mode events (resume() then lets the
   // stream end on its own).
@@ -76,11 +92,21 @@ export function malformedJson(why: string): GatewayError {
   return new GatewayError(2001, `Malformed JSON in the request body: ${why}.`, { errors: [{ pointer: '', detail: 'is not valid JSON', code: 2001 }] });
 }
 
+/** 2001 for a body nested deeper than MAX_JSON_DEPTH: refused before anything recursive sees it. */
+export function tooDeepJson(): GatewayError {
+  return new GatewayError(2001, `The request body nests objects or arrays deeper than ${MAX_JSON_DEPTH} levels.`, { errors: [{ pointer: '', detail: `nests deeper than ${MAX_JSON_DEPTH} levels`, code: 2001 }] });
+}
+
+/** The GatewayError of a body that util/json-body.ts refused. */
+export function refusedJson(err: JsonBodyError): GatewayError {
+  return err.tooDeep ? tooDeepJson() : malformedJson(err.message);
+}
+
 export function parseJson(raw: Buffer): unknown {
   try {
-    return JSON.parse(raw.toString('utf8'));
+    return parseJsonBytes(raw);
   } catch (err) {
-    throw malformedJson((err as Error).message);
+    throw err instanceof JsonBodyError ? refusedJson(err) : err;
   }
 }
 

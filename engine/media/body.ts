@@ -4,11 +4,12 @@
 // does not stall the event loop (see pool.ts, blobs.ts).
 // The blob tokens the request holds are left on res.locals.mediaTokens.
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { hasBody, malformedJson, refuseUnlessJson, tooLarge } from '../http/raw-body.ts';
+import { hasBody, refusedJson, refuseUnlessJson, tooLarge } from '../http/raw-body.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
+import { JsonBodyError } from '../util/json-body.ts';
 import type { MediaRule } from './checks.ts';
 import { acquireBodyBuffer } from './buffers.ts';
-import { MalformedJsonError, mediaOptions, parseMediaBody } from './pool.ts';
+import { mediaOptions, parseMediaBody } from './pool.ts';
 
 /** Small bodies are read at full speed; past this, one chunk per event-loop turn. */
 const YIELD_AFTER_BYTES = 256 * 1024;
@@ -64,9 +65,7 @@ export async function readMediaBody(req: Request, res: Response, limit: number, 
     req.body = parsed.body;
     res.locals.mediaTokens = parsed.tokens;
   } catch (err) {
-    if (err instanceof MalformedJsonError) {
-      throw malformedJson(err.message);
-    }
+    if (err instanceof JsonBodyError) throw refusedJson(err);
     throw err;
   }
 }

@@ -8,6 +8,7 @@
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { esmWorker } from '../util/esm-worker.ts';
+import { JsonBodyError, parseJsonBytes } from '../util/json-body.ts';
 import type { MediaRule } from './checks.ts';
 import { mediaBlobs } from './blobs.ts';
 import { recycleBodyBuffer } from './buffers.ts';
@@ -65,15 +66,14 @@ export interface ParsedBody {
   tokens: string[];
 }
 
-export class MalformedJsonError extends Error {}
-
-/** Parse a JSON body; large ones (pool mode) in a worker, with their large media held as blobs. */
+/**
+ * Parse a JSON body; large ones (pool mode) in a worker, with their large media held as blobs.
+ * A body that does not parse, or nests too deeply, is a JsonBodyError (util/json-body.ts).
+ */
 export async function parseMediaBody(bytes: Uint8Array, length: number, rules: readonly MediaRule[]): Promise<ParsedBody> {
   if (options.mode === 'inline' || length < options.inlineBelowBytes || rules.length === 0) {
     try {
-      return { body: JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, length).toString('utf8')), tokens: [] };
-    } catch (err) {
-      throw new MalformedJsonError((err as Error).message);
+      return { body: parseJsonBytes(bytes, length), tokens: [] };
     } finally {
       if (bytes.byteOffset === 0) recycleBodyBuffer(bytes.buffer as ArrayBuffer);
     }
@@ -84,7 +84,7 @@ export async function parseMediaBody(bytes: Uint8Array, length: number, rules: r
   const outcome = (await thePool().run(task, { transferList: [buffer] })) as ParseOutcome;
   // The worker hands the body's buffer back (transferred): it serves the next large body.
   if (outcome.spare) recycleBodyBuffer(outcome.spare);
-  if (!outcome.ok) throw new MalformedJsonError(outcome.detail);
+  if (!outcome.ok) throw new JsonBodyError(outcome.detail, outcome.tooDeep);
   const now = Date.now();
   for (const b of outcome.blobs) mediaBlobs.put(b.token, b.bytes, b.verdict, now);
   return { body: outcome.body, tokens: outcome.blobs.map((b) => b.token) };

@@ -5,6 +5,7 @@
 // ArrayBuffer, so the main thread never holds the media as a string (see blobs.ts).
 import { createHash } from 'node:crypto';
 import { Piscina } from 'piscina';
+import { JsonBodyError, parseJsonBytes } from '../util/json-body.ts';
 import { lowerThisThreadPriority } from '../util/thread-priority.ts';
 import { checkMedia, type MediaRule, type MediaVerdict } from './checks.ts';
 import { MEDIA_TOKEN_PREFIX } from './blobs.ts';
@@ -27,16 +28,15 @@ export interface ParsedBlob {
 }
 
 /** `spare`: the request's bytes, handed back for reuse once decoded. */
-export type ParseOutcome = ({ ok: true; body: unknown; blobs: ParsedBlob[] } | { ok: false; detail: string }) & { spare?: ArrayBuffer };
+export type ParseOutcome = ({ ok: true; body: unknown; blobs: ParsedBlob[] } | { ok: false; detail: string; tooDeep: boolean }) & { spare?: ArrayBuffer };
 
 export default function parse(task: ParseTask): unknown {
-  const text = new TextDecoder('utf-8').decode(new Uint8Array(task.bytes, 0, task.length));
   const spare = task.bytes;
   let body: unknown;
   try {
-    body = JSON.parse(text);
+    body = parseJsonBytes(new Uint8Array(task.bytes, 0, task.length));
   } catch (err) {
-    const failed: ParseOutcome = { ok: false, detail: (err as Error).message, spare };
+    const failed: ParseOutcome = { ok: false, detail: (err as Error).message, tooDeep: err instanceof JsonBodyError && err.tooDeep, spare };
     return Piscina.move({ [Piscina.transferableSymbol]: [spare], [Piscina.valueSymbol]: failed } as never);
   }
   const blobs: ParsedBlob[] = [];

@@ -186,8 +186,8 @@ describe('media pool', function () {
     const b = Buffer.from(text);
     let caught: unknown;
     await parseMediaBody(new Uint8Array(b), b.length, rules).catch((err) => (caught = err));
-    expect((caught as Error).name).to.equal('Error');
-    expect((caught as Error).constructor.name).to.equal('MalformedJsonError');
+    expect((caught as Error).name).to.equal('JsonBodyError');
+    expect((caught as { tooDeep: boolean }).tooDeep).to.equal(false);
   });
 
   it('inline mode parses on the main thread and leaves the media in place', async () => {
