@@ -4,10 +4,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config/types.ts';
+import { dependencyUnavailable, GatewayError } from './errors/gateway-error.ts';
 import { compileVendors, type AsyncRoutePlan, type VendorPlan } from './descriptors/compile.ts';
 import { loadVendorDir } from './descriptors/load-descriptors.ts';
 import { EventBus } from './events/bus.ts';
 import { buildApp } from './http/app.ts';
+import { answerRefusals, refuseWithoutHost } from './http/client-error.ts';
 import type { JobScheduler } from './jobs/scheduler.ts';
 import { createLogger } from './log/logger.ts';
 import { createStores, type Role, type Stores } from './store/factory.ts';
@@ -34,9 +36,15 @@ import { createUpstreamAgent } from './upstream/client.ts';
 import { createAjv } from './validation/ajv.ts';
 import { systemClock, type Clock } from './util/clock.ts';
 import { lowerV8ThreadPriority } from './util/thread-priority.ts';
+import { within } from './util/within.ts';
 
 /** The sandbox demo tenant: a fixed id, so its tasks survive restarts in Redis mode. */
 export const DEMO_TENANT_ID = '00000000-0000-4000-8000-00000000de00';
+
+/** /readyz waits this long at most for the store's PING (probes usually time out at 1 s). */
+const READY_PING_MS = 500;
+/** Shutdown: how long work cut at the end of the grace period gets to wind down. */
+const CUT_WAIT_MS = 500;
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -62,7 +70,10 @@ export interface Gateway {
   readonly proxy: ProxyGateway;
   readonly fastLane: TaskFastLane;
   readonly sandbox?: SandboxSimulator;
-  /** Stop accepting, let in-flight requests finish (up to the grace period), stop workers. */
+  /**
+   * Stop accepting (/readyz answers 503), let in-flight requests, jobs and submissions finish
+   * for up to server.shutdown_grace_ms, then cut what is left (upstream calls included) and stop.
+   */
   close(): Promise<void>;
 }
 
@@ -132,7 +143,11 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     onError: (err, tenantId) => logger.error({ err, tenant_id: tenantId }, 'balance.low could not be emitted'),
   });
   const billing = new BillingService({ store: wallets, clock, lowBalance, spend: limits });
-  const idempotency = new IdempotencyService({ store: stores.idempotency, clock });
+  const idempotency = new IdempotencyService({
+    store: stores.idempotency,
+    clock,
+    onError: (err, dropped) => logger[dropped ? 'error' : 'warn']({ err }, dropped ? 'an Idempotency-Key stays claimed until its lock runs out' : 'Idempotency-Key claims wait for the store to be released'),
+  });
   const accounting = new BilledTaskAccounting(billing, limits, { tasks, clock, tenantIds: async () => (await tenants.listTenants()).map((t) => t.id) });
   const lifecycle = new TaskLifecycle({ store: tasks, scheduler, bus, clock, accounting, logger, routes, pollErrorLimit: config.timing.poll_error_limit,
     sweepIntervalMs: Math.max(1, Math.round(config.timing.sweep_interval_ms * config.timing.scale)),
@@ -151,8 +166,15 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   const billingRoutes = { billing, limits, tenants, ajv };
   // Proxied routes (chat completions, model lists): answered before express on their exact paths.
   const proxy = new ProxyGateway(vendors, { tenants, logger, billing, limits });
+  // Readiness (GET /readyz): not while draining, nor while the store or the job queue is away.
+  let draining = false;
+  const readiness = async (): Promise<GatewayError | undefined> => {
+    if (draining) return new GatewayError(4001, 'The gateway is shutting down; send requests to another instance.');
+    const down = await stores.unavailable(Math.min(READY_PING_MS, config.store.command_timeout_ms));
+    return down.length ? dependencyUnavailable(down.join(' and ')) : undefined;
+  };
   const app = buildApp({
-    logger, vendors, tenants, lifecycle, tasks, limits, idempotency, proxy,
+    logger, vendors, tenants, lifecycle, tasks, limits, idempotency, proxy, readiness,
     trustProxy: config.server.trust_proxy,
     admin: {
       token: config.admin.token, tenants, ajv,
@@ -165,10 +187,19 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   });
   // Async creates on their exact paths: answered before express too (engine/http/task-fast-lane.ts).
   const fastLane = new TaskFastLane(vendors, { tenants, lifecycle, tasks, limits, idempotency, logger });
-  const server = createServer((req, res) => {
-    if (!proxy.tryHandle(req, res) && !fastLane.tryHandle(req, res)) app(req, res);
+  // Slow or idle senders are closed (408) once their headers, or their whole request, are late;
+  // Node refuses a headers timeout above the request timeout, so it is capped there. The check
+  // runs a few times per headers timeout (at most once a second) so the limits hold closely.
+  const requestTimeout = config.server.request_timeout_ms;
+  const headersTimeout = requestTimeout > 0 ? Math.min(config.server.headers_timeout_ms, requestTimeout) : config.server.headers_timeout_ms;
+  const server = createServer({
+    headersTimeout, requestTimeout, connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.round(headersTimeout / 5))),
+    requireHostHeader: false, // refuseWithoutHost answers it with a problem body
+  }, (req, res) => {
+    if (!refuseWithoutHost(req, res, logger) && !proxy.tryHandle(req, res) && !fastLane.tryHandle(req, res)) app(req, res);
   });
   server.keepAliveTimeout = 65_000; // longer than common load balancers' idle timeout
+  answerRefusals(server, logger);
   let url = '';
   if (role !== 'worker') {
     await new Promise<void>((resolve, reject) => {
@@ -185,18 +216,31 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      const graceMs = config.server.shutdown_grace_ms;
+      draining = true; // /readyz answers 503 from now on
       const drained = new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
       // Keep-alive sockets become idle as their last response ends: close them as they do.
       const sweep = setInterval(() => server.closeIdleConnections(), 50);
       server.closeIdleConnections();
-      const grace = setTimeout(() => server.closeAllConnections(), config.server.shutdown_grace_ms);
-      await drained;
+      // What is in flight gets the grace period: requests, running jobs (no new one is taken),
+      // the submissions that followed a 202.
+      const finished = Promise.all([drained.then(() => lifecycle.idle()), scheduler.close(graceMs)]);
+      if ((await within(finished, graceMs)) === 'late') {
+        // Then it is cut, upstream calls included (undici), so nothing outlives the grace period.
+        // What was cut is left as it was: its task stays active and is re-driven (the job is
+        // run again, or the sweep re-submits it).
+        logger.warn({ grace_ms: graceMs }, 'shutdown grace period over: cutting what is still in flight');
+        lifecycle.stop();
+        server.closeAllConnections();
+        await dispatcher.destroy().catch(() => {});
+        await within(finished, CUT_WAIT_MS);
+      }
       clearInterval(sweep);
-      clearTimeout(grace);
-      await stores.close();
+      await lifecycle.flushWithdrawals(CUT_WAIT_MS);
+      await stores.close(0);
       await webhooks.close();
       await sandbox?.close();
-      await dispatcher.close();
+      if (!dispatcher.destroyed) await dispatcher.close();
       logger.info('gateway stopped');
     })());
 

@@ -147,6 +147,9 @@ export class BillingService {
   /** Release the hold `ref` (task failed: nothing billed). Exactly once per ref. */
   async release(tenantId: string, ref: string, note = ''): Promise<CloseOutcome> {
     const r = await this.store.release(tenantId, ref, note, this.now());
+    // No such hold: a create withdrawn after its spend was reserved but before its hold was
+    // written (the store went away in between) leaves the reservation alone; drop it.
+    if (r.status === 'unknown') await this.spend?.cancelSpend(tenantId, ref);
     return this.afterClose(tenantId, ref, r);
   }
 

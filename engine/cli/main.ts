@@ -77,6 +77,13 @@ async function serve(args: string[]): Promise<number> {
   await new Promise<void>((done) => {
     const stop = (signal: string) => {
       gateway.logger.info({ signal }, 'shutting down');
+      // close() cuts what is in flight at the end of the grace period; should anything still
+      // hold it up, the process exits anyway shortly after (a supervisor's SIGKILL would follow).
+      const graceMs = gateway.config.server.shutdown_grace_ms;
+      setTimeout(() => {
+        gateway.logger.error({ grace_ms: graceMs }, 'shutdown overran its grace period; exiting');
+        void flushed().then(() => process.exit(1));
+      }, graceMs + SHUTDOWN_OVERRUN_MS).unref();
       gateway.close().then(done, done);
     };
     process.once('SIGTERM', stop);
@@ -84,6 +91,9 @@ async function serve(args: string[]): Promise<number> {
   });
   return 0;
 }
+
+/** How long past server.shutdown_grace_ms a stuck shutdown is waited for before exiting. */
+const SHUTDOWN_OVERRUN_MS = 2000;
 
 /** Pipes are asynchronous: let what was written reach the reader before exiting. */
 const flushed = () => Promise.all([process.stdout, process.stderr].map((s) => new Promise<void>((done) => s.write('', () => done()))));

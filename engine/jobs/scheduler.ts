@@ -1,6 +1,8 @@
 // The job-scheduling port: "run this named job with this payload after a delay". Upstream
 // submits and polls, safety-net timeouts and webhook attempts all go through it, so that in
 // Redis mode they are durable jobs (BullMQ) that survive a crash, and in memory mode plain timers.
+import { within } from '../util/within.ts';
+
 export interface JobScheduler {
   /**
    * Run the handler of `queue` with `payload` after `delayMs`. `jobId` makes scheduling
@@ -9,8 +11,10 @@ export interface JobScheduler {
   schedule(queue: string, jobId: string, payload: Record<string, unknown>, delayMs: number): Promise<void>;
   /** Register the one handler of a queue. A handler that throws is logged, never retried silently. */
   handle(queue: string, handler: JobHandler): void;
-  /** Stop running jobs (timers cleared / workers closed). */
-  close(): Promise<void>;
+  /** Whether the queue's connections are up (readiness); always true in memory. */
+  connected(): Promise<boolean>;
+  /** Take no new job; wait up to `graceMs` for running ones, then stop regardless. */
+  close(graceMs?: number): Promise<void>;
 }
 
 export type JobHandler = (payload: Record<string, unknown>) => Promise<void>;
@@ -49,10 +53,14 @@ export class MemoryJobScheduler implements JobScheduler {
     this.pending.set(key, timer);
   }
 
-  async close(): Promise<void> {
+  async connected(): Promise<boolean> {
+    return true;
+  }
+
+  async close(graceMs = 5000): Promise<void> {
     this.closed = true;
     for (const t of this.pending.values()) clearTimeout(t);
     this.pending.clear();
-    await Promise.allSettled([...this.running]);
+    await within(Promise.allSettled([...this.running]), graceMs);
   }
 }

@@ -12,7 +12,7 @@
 // Counters are a port, built by the store: in memory they answer synchronously (no promise per
 // counter on the hot path, see engine/store/memory/rate-counters.ts); on Redis each is
 // rate-limiter-flexible's atomic counter script (engine/store/redis/rate.ts).
-import { GatewayError } from '../errors/gateway-error.ts';
+import { dependencyUnavailable, GatewayError } from '../errors/gateway-error.ts';
 import type { Clock } from '../util/clock.ts';
 import { RATE_WINDOWS, WINDOW_MS, type RateScope, type RateWindow, type RateWindows } from './config.ts';
 
@@ -92,7 +92,7 @@ export class RateLimits {
     if (!refused && failure === undefined) return;
     const undo = taken.map((c) => c.plan.counters.remove(c.id, c.n)).filter((r) => r instanceof Promise);
     if (undo.length) await Promise.allSettled(undo);
-    if (failure !== undefined) throw new GatewayError(4003, 'The rate-limit store is unavailable.', { cause: failure });
+    if (failure !== undefined) throw dependencyUnavailable('rate-limit store', failure);
     const plan = refused!.plan;
     const retryAfter = Math.max(1, Math.ceil(wait(refused!) / 1000));
     throw new GatewayError(1004, `Rate limit exceeded: ${plan.points} requests per ${WINDOW_TEXT[plan.window]} for ${SCOPE_TEXT[plan.scope]}.`, {

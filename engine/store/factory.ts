@@ -1,6 +1,5 @@
 // Chooses the adapters of every store port from config: `memory` (one process, the embedded
 // default) or `redis` (any number of processes sharing one Redis; jobs on BullMQ).
-import { Redis } from 'ioredis';
 import type { GatewayConfig } from '../config/types.ts';
 import type { WalletStore } from '../billing/store.ts';
 import type { IdempotencyStore } from '../idempotency/store.ts';
@@ -19,6 +18,8 @@ import { MemoryTaskStore } from './memory/tasks.ts';
 import { MemoryTenantStore } from './memory/tenants.ts';
 import { MemoryWalletStore } from './memory/wallets.ts';
 import { MemoryWebhookStore } from './memory/webhooks.ts';
+import { within } from '../util/within.ts';
+import { failFastRedis } from './redis/client.ts';
 import {
   RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateCounters,
 } from './redis/index.ts';
@@ -36,8 +37,13 @@ export interface Stores {
   media?: SharedMediaStore;
   rateCounters: RateCountersFactory;
   scheduler: JobScheduler;
-  /** Close the scheduler first (no job mid-run), then the connections. */
-  close(): Promise<void>;
+  /**
+   * Readiness: what does not answer now, among `store` (a PING within `timeoutMs`) and
+   * `job queue` (the scheduler's connections). Empty when ready; always empty in memory.
+   */
+  unavailable(timeoutMs: number): Promise<string[]>;
+  /** Close the scheduler first (running jobs get `graceMs`), then the connections. */
+  close(graceMs?: number): Promise<void>;
 }
 
 export async function createStores(config: GatewayConfig, role: Role, onJobError: JobErrorReporter, onConnectionError: (err: Error) => void = () => {}): Promise<Stores> {
@@ -55,13 +61,15 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
       idempotency: new MemoryIdempotencyStore(),
       webhooks: new MemoryWebhookStore(),
       scheduler,
-      close: () => scheduler.close(),
+      unavailable: async () => [],
+      close: (graceMs) => scheduler.close(graceMs),
     };
   }
-  // Commands issued in the same tick share one write (auto-pipelining): a create makes about ten
-  // store calls. rate-limiter-flexible gets a connection of its own: it does not work with it.
-  const client = new Redis(config.store.redis_url, { lazyConnect: true, maxRetriesPerRequest: 3 });
-  const limiterClient = new Redis(config.store.redis_url, { lazyConnect: true, maxRetriesPerRequest: 3 });
+  // Requests use fail-fast connections (engine/store/redis/client.ts): while Redis is away they
+  // are refused within store.command_timeout_ms (503 / 4003), and nothing they sent is queued to
+  // run after they were answered. rate-limiter-flexible gets a connection of its own.
+  const client = failFastRedis(config.store.redis_url, config.store.command_timeout_ms);
+  const limiterClient = failFastRedis(config.store.redis_url, config.store.command_timeout_ms);
   // Connection trouble is reported (ioredis reconnects by itself) instead of going unhandled.
   for (const c of [client, limiterClient]) c.on('error', onConnectionError);
   try {
@@ -70,11 +78,13 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
   } catch (err) {
     client.disconnect();
     limiterClient.disconnect();
-    throw new Error(`cannot reach Redis at ${redactUrl(config.store.redis_url)}: ${(err as Error).message}`);
+    const why = err instanceof Error && err.cause instanceof Error ? err.cause : (err as Error);
+    throw new Error(`cannot reach Redis at ${redactUrl(config.store.redis_url)}: ${why.message}`);
   }
   const o = { client, prefix: `${config.store.key_prefix}:` };
   const scheduler = new BullJobScheduler({
     url: config.store.redis_url,
+    producer: client,
     prefix: config.store.key_prefix,
     runWorkers: role !== 'api',
     lockMs: Math.max(1000, Math.round(config.store.job_lock_ms * config.timing.scale)),
@@ -90,9 +100,14 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
     media: new RedisMediaStore(o),
     rateCounters: redisRateCounters(limiterClient, o.prefix),
     scheduler,
-    close: async () => {
-      await scheduler.close();
-      await Promise.all([client, limiterClient].map((c) => c.quit().catch(() => c.disconnect())));
+    unavailable: async (timeoutMs) => {
+      const [store, jobs] = await Promise.all([within(client.ping(), timeoutMs), scheduler.connected()]);
+      return [...(store === 'done' ? [] : ['store']), ...(jobs ? [] : ['job queue'])];
+    },
+    close: async (graceMs) => {
+      await scheduler.close(graceMs);
+      // QUIT waits for the replies in flight; a Redis that is away or silent gets none: drop the connection.
+      await Promise.all([client, limiterClient].map(async (c) => (c.status === 'ready' && (await within(c.quit(), 500)) === 'done') || c.disconnect()));
     },
   };
 }

@@ -4,13 +4,15 @@
 //   poll job:   GET the upstream task → map its status → processing / completed / failed
 //   safety net: a task not finished by the route's max_execution_ms fails with 4008 — checked at
 //   every poll, and by the sweep for a task whose timers were lost (no job per task for it:
-//   one job less per create)
+//   one job less per create); when the route declares an upstream cancel, the provider is then
+//   asked once to stop the task (cancelUpstream)
 // Every transition is a compare-and-set on the status (TaskStore.transition), so a late or
 // duplicate poll answer never moves a finished task and settle/release happen once.
 import { hash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { GatewayError } from '../errors/gateway-error.ts';
+import { GatewayError, isDependencyUnavailable } from '../errors/gateway-error.ts';
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
+import { resultFieldValue } from '../descriptors/result-fields.ts';
 import type { TaskStatus } from '../descriptors/types.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { JobScheduler } from '../jobs/scheduler.ts';
@@ -20,6 +22,7 @@ import { mapUpstreamError, UpstreamFailure, type UpstreamErrorFacts } from '../u
 import type { UpstreamResponse } from '../upstream/client.ts';
 import { isoAt, isoNow, type Clock } from '../util/clock.ts';
 import { newUuid } from '../util/ids.ts';
+import { RetryUntilDone } from '../util/retry-until-done.ts';
 import type { TaskAccounting } from './accounting.ts';
 import type { TaskStore } from './store.ts';
 import { TERMINAL, taskInfo, taskResponse, type TaskRecord } from './task.ts';
@@ -50,9 +53,20 @@ export class TaskLifecycle {
   private readonly d: LifecycleDeps;
   private sweeps = 0;
   private sweepAfter: string | undefined;
+  /** Creates refused after they may have written something: undone once the store answers. */
+  private readonly withdrawals: RetryUntilDone;
+  /** Submissions this process started after a 202 (awaited, within the grace, at shutdown). */
+  private readonly submitting = new Set<Promise<void>>();
+  private stopping = false;
 
   constructor(deps: LifecycleDeps) {
     this.d = deps;
+    this.withdrawals = new RetryUntilDone({
+      onError: (err, key, dropped) => {
+        if (dropped) this.d.logger.error({ err, task_id: key }, 'a refused create could not be withdrawn (its hold is released by the sweep)');
+        else this.d.logger.warn({ err, steps: key }, 'refused creates wait for the store to be withdrawn');
+      },
+    });
   }
 
   /** Register the job handlers (worker role). */
@@ -89,23 +103,71 @@ export class TaskLifecycle {
       poll_failures: 0,
       traceparent,
     };
-    task.hold = await this.d.accounting.reserve(task, route);
+    try {
+      task.hold = await this.d.accounting.reserve(task, route);
+    } catch (err) {
+      // A refusal (1003, 1005) undoes its own steps; a store that went away may have kept some.
+      if (isDependencyUnavailable(err)) this.withdraw(task);
+      throw err;
+    }
     try {
       if (this.d.sharedMedia) await shareMedia(this.d.sharedMedia, tokensIn(request), route.maxExecutionMs + this.d.sweepGraceMs);
       await this.d.store.create(task);
+      await this.d.bus.emit(tenantId, 'task.created', eventData(task, { task_info: taskInfo(task) }), { id: eventId(task.id, 'task.created') });
     } catch (err) {
-      await this.d.accounting.abandon(task);
-      throw new GatewayError(4002, 'The task could not be stored.', { cause: err });
+      // Refused, so nothing of it may stay: the task, if it was written before the failure (or
+      // its reply lost), and the hold go, now or once the store answers again.
+      this.withdraw(task);
+      throw isDependencyUnavailable(err) ? err : new GatewayError(4002, 'The task could not be stored.', { cause: err });
     }
-    await this.d.bus.emit(tenantId, 'task.created', eventData(task, { task_info: taskInfo(task) }), { id: eventId(task.id, 'task.created') });
     // Submitted at once by the process that accepted the task (after the 202 is on its way), not
     // through a job: one job less per create. A submission lost with its process is re-driven by
     // the sweep once the task has shown no sign of life for the grace period.
-    setImmediate(() => void this.submit(task.id).catch((err) => this.d.logger.error({ err, task_id: task.id }, 'task submission failed')));
+    setImmediate(() => {
+      const run: Promise<void> = this.submit(task.id)
+        .catch((err) => this.d.logger[this.stopping || isDependencyUnavailable(err) ? 'warn' : 'error']({ err, task_id: task.id }, 'task submission failed; the sweep re-drives it'))
+        .finally(() => this.submitting.delete(run));
+      this.submitting.add(run);
+    });
     return task;
   }
 
+  /**
+   * Undo a create that is answered with an error after it may have written its task or hold
+   * (e.g. the store went away, or the answer could not be recorded): the task is deleted unless
+   * it already finished, the hold and the task slot are released. Tried at once, then until the
+   * store answers. Until then this process does not submit the task.
+   */
+  withdraw(task: TaskRecord): void {
+    this.withdrawals.add(task.id, async () => {
+      if (!(await this.d.store.discard(task.id)) && (await this.d.store.get(task.id))) {
+        this.d.logger.error({ task_id: task.id }, 'a refused create had already finished when it was withdrawn');
+        return;
+      }
+      await this.d.accounting.abandon(task);
+    });
+  }
+
+  /**
+   * Shutdown, once its grace period is over: no new submission, and work cut short from now on
+   * is not the provider's failure: it is left as it is, to be re-driven.
+   */
+  stop(): void {
+    this.stopping = true;
+  }
+
+  /** Resolves once no submission this process started is running. */
+  async idle(): Promise<void> {
+    while (this.submitting.size) await Promise.allSettled([...this.submitting]);
+  }
+
+  /** A last try at the withdrawals still waiting (at shutdown), within `timeoutMs`. */
+  flushWithdrawals(timeoutMs: number): Promise<void> {
+    return this.withdrawals.flush(timeoutMs);
+  }
+
   async submit(id: string): Promise<void> {
+    if (this.stopping || this.withdrawals.has(id)) return;
     const task = await this.d.store.get(id);
     if (!task || (await this.settled(task)) || task.upstream_task_id) return;
     const route = this.routeOf(task);
@@ -120,6 +182,9 @@ export class TaskLifecycle {
       const rawBody = media.length ? mediaBlobs.encodeJson(body) : undefined;
       res = await route.client.call({ method: s.method, path: s.path, body, rawBody, headers: s.headers, traceparent: task.traceparent, stage: 'submit' });
     } catch (err) {
+      // Cut short by a shutdown, or the store went away: not the provider's answer. The task
+      // stays pending and is re-driven (the job's retry, or the sweep).
+      if (this.stopping || isDependencyUnavailable(err)) throw err;
       if (err instanceof MediaGoneError) return this.fail(task, new GatewayError(4002, `The task could not be submitted: ${err.message}.`));
       return this.fail(task, this.asGatewayError(route, err));
     } finally {
@@ -143,6 +208,9 @@ export class TaskLifecycle {
     }
     const updated = await this.d.store.transition(id, ACTIVE, { upstream_task_id: String(upstreamId), checked_at: this.d.clock.now() });
     if (updated) await this.d.scheduler.schedule(JOBS.poll, `${id}.p1`, { id, n: 1 }, route.poll.intervalMs);
+    // The task ended while it was being submitted (e.g. the safety net failed it): the provider
+    // has just started work nobody will collect, so it is asked to stop it.
+    else void this.cancelUpstream({ ...task, upstream_task_id: String(upstreamId) }, 'ended during submission');
   }
 
   async poll(id: string, n: number): Promise<void> {
@@ -155,12 +223,14 @@ export class TaskLifecycle {
     const next = () => this.d.scheduler.schedule(JOBS.poll, `${id}.p${n + 1}`, { id, n: n + 1 }, p.intervalMs);
     let res: UpstreamResponse;
     try {
-      res = await route.client.call({ method: p.method, path: p.path.replace('{upstream_task_id}', encodeURIComponent(task.upstream_task_id)), traceparent: task.traceparent, stage: 'poll' });
+      res = await route.client.call({ method: p.method, path: upstreamPath(p.path, task.upstream_task_id), traceparent: task.traceparent, stage: 'poll' });
       if (res.status < 200 || res.status > 299) {
         const message = await readOptional(p.errorMessage, res.body);
         throw await mapUpstreamError(route.errorRules, { stage: 'poll', http_status: res.status, body: res.body, message });
       }
     } catch (err) {
+      // A poll cut short by a shutdown is not the provider's failure: the job is run again.
+      if (this.stopping) throw err;
       // A poll without a usable answer is retried; only a run of them fails the task.
       const failures = task.poll_failures + 1;
       const gwErr = this.asGatewayError(route, err);
@@ -193,17 +263,45 @@ export class TaskLifecycle {
     if (!task || (await this.settled(task))) return;
     const route = this.d.routes.get(task.route);
     const seconds = route ? Math.round(route.maxExecutionMs / 1000) : 0;
-    await this.fail(task, new GatewayError(4008, `The task exceeded the maximum execution time (${seconds} s) and was cancelled.`));
+    const failed = await this.failTask(task, new GatewayError(4008, `The task exceeded the maximum execution time (${seconds} s) and was cancelled.`));
+    // Only the caller whose transition failed the task asks the provider to stop it, so a poll
+    // and the sweep reaching the deadline together send one cancel. Not awaited: a slow or dead
+    // provider must hold up neither this job nor the sweep's other tasks.
+    if (failed) void this.cancelUpstream(failed, 'max_execution_ms');
+  }
+
+  /**
+   * Ask the provider to stop a task, when its route declares an upstream cancel (the safety
+   * net's 4008 does; a client's cancellation can too): the route's cancel request, with the
+   * poll's base URL, auth and credentials. Best-effort: it never throws, and its outcome is only
+   * logged (the task's failure and the release of its hold never depend on it). True when the
+   * provider accepted it (a 2xx); false when there is nothing to cancel or it did not.
+   */
+  async cancelUpstream(task: TaskRecord, reason: string): Promise<boolean> {
+    const route = this.d.routes.get(task.route);
+    const c = route?.cancel;
+    if (!route || !c || !task.upstream_task_id) return false;
+    const log = { task_id: task.id, upstream_task_id: task.upstream_task_id, route: route.key, reason };
+    try {
+      const body = c.body ? await c.body.evaluate(task.request, { upstream_task_id: task.upstream_task_id }) : undefined;
+      const res = await route.client.call({ method: c.method, path: upstreamPath(c.path, task.upstream_task_id), body, traceparent: task.traceparent, stage: 'cancel' });
+      if (res.status >= 200 && res.status <= 299) {
+        this.d.logger.info(log, 'upstream task cancelled');
+        return true;
+      }
+      this.d.logger.warn({ ...log, http_status: res.status }, 'the provider refused to cancel the task');
+    } catch (err) {
+      this.d.logger.warn({ ...log, err }, 'the upstream cancel request failed');
+    }
+    return false;
   }
 
   private async complete(task: TaskRecord, route: AsyncRoutePlan, body: unknown): Promise<void> {
     const result: Record<string, unknown> = {};
     for (const [name, expr] of route.result) {
-      const value = await expr.evaluate(body, { request: task.request }).catch(() => undefined);
-      if (value === undefined || value === null) {
-        return this.fail(task, new GatewayError(3003, `The provider reported success but its answer has no ${name}.`));
-      }
-      result[name] = Array.isArray(value) ? value : [value];
+      const read = resultFieldValue(name, await expr.evaluate(body, { request: task.request }).catch(() => undefined));
+      if (!read.ok) return this.fail(task, new GatewayError(3003, `The provider reported success but its answer ${read.reason}.`));
+      result[name] = read.value;
     }
     // The price is fixed before the transition, so a re-run of finalize() settles the same amount.
     const charge = await this.d.accounting.price({ ...task, result }, route, body);
@@ -212,10 +310,16 @@ export class TaskLifecycle {
   }
 
   private async fail(task: TaskRecord, err: GatewayError): Promise<void> {
+    await this.failTask(task, err);
+  }
+
+  /** fail(), returning the failed task when this call failed it (undefined: it had already finished). */
+  private async failTask(task: TaskRecord, err: GatewayError): Promise<TaskRecord | undefined> {
     const failed = await this.d.store.transition(task.id, ACTIVE, { status: 'failed', error: err.toTaskError(), finalized: false, updated_at: isoNow(this.d.clock) });
-    if (!failed) return;
+    if (!failed) return undefined;
     this.d.logger.info({ task_id: task.id, code: err.code }, 'task failed');
     await this.finalize(failed);
+    return failed;
   }
 
   /**
@@ -297,6 +401,11 @@ export class TaskLifecycle {
     this.d.logger.error({ err, route: route.key }, 'unexpected error talking to the upstream');
     return new GatewayError(4002, 'An internal operation failed while talking to the provider.');
   }
+}
+
+/** An upstream path template (poll, cancel) with the upstream task id in it. */
+function upstreamPath(template: string, upstreamTaskId: string): string {
+  return template.replace('{upstream_task_id}', encodeURIComponent(upstreamTaskId));
 }
 
 /** Event ids of a task are derived from it, so a re-published event is recognised as the same one. */

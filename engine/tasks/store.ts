@@ -18,4 +18,10 @@ export interface TaskStore {
    * the start.
    */
   listUnsettled(limit: number, after?: string): Promise<TaskRecord[]>;
+  /**
+   * Delete a task that is still active (pending, processing), as if it had never been stored:
+   * a create refused after the task may have been written (the store went away mid-create).
+   * True when it was deleted; false when missing or already terminal (then it is kept).
+   */
+  discard(id: string): Promise<boolean>;
 }

@@ -10,12 +10,13 @@
 //   pricing          a pricing block that does not compile or cannot price an example
 //   fixture          fixtures the mappings cannot read (no task id, unmapped status, empty result)
 //   engine           whatever else the engine's own compiler refuses
-import { relative } from 'node:path';
+import { dirname, relative } from 'node:path';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { LoadError, type Problem, type YamlSource } from '../config/yaml-source.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import { compileVendors } from '../descriptors/compile.ts';
 import { compileExpr, ExprError, type CompiledExpr } from '../descriptors/expr.ts';
+import { resultFieldValue } from '../descriptors/result-fields.ts';
 import { loadVendorFile, type LoadedVendor } from '../descriptors/load-descriptors.ts';
 import { TASK_STATUSES, type RouteSpec, type TaskStatus } from '../descriptors/types.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
@@ -42,7 +43,7 @@ export interface CheckReport {
 }
 
 /** Paths the gateway serves itself; an alias must not take them. */
-export const RESERVED_PATHS = ['/healthz', '/openapi.json', '/docs', '/admin/'];
+export const RESERVED_PATHS = ['/healthz', '/readyz', '/openapi.json', '/docs', '/admin/'];
 
 /** What an upstream error-map expression sees (engine/upstream/failure.ts). */
 const ERROR_FACTS = ['stage', 'http_status', 'body', 'message'];
@@ -246,6 +247,7 @@ async function checkRoute(v: LoadedVendor, r: RouteSpec, p: string, c: RouteChec
   }
   const up = r.upstream ?? {};
   onRequest(`${p}/upstream/submit/body`, up.submit?.body);
+  onRequest(`${p}/upstream/cancel/body`, up.cancel?.body);
   const pricing = isObject(r.pricing) ? r.pricing : undefined;
   if (pricing) {
     const unitPrice = pricing.unit_price;
@@ -319,6 +321,7 @@ async function checkRoute(v: LoadedVendor, r: RouteSpec, p: string, c: RouteChec
       for (const [name, sev] of [['created', 'error'], ['succeeded', 'error'], ['failed', 'warning'], ['running', 'warning']] as const) {
         if (!fx.has(name)) at('fixture', p, `no ${where}/${name}.json${name === 'failed' ? ': [sandbox:fail] cannot be played' : name === 'running' ? ': polls before the outcome answer with created.json' : ''}`, sev);
       }
+      if (up.cancel && !fx.has('cancelled')) at('fixture', `${p}/upstream/cancel`, `no ${where}/cancelled.json: after a cancel the sandbox plays failed.json`, 'warning');
       const created = fx.get('created');
       if (created !== undefined) {
         const body = fillFixture(created);
@@ -354,17 +357,20 @@ async function checkRoute(v: LoadedVendor, r: RouteSpec, p: string, c: RouteChec
             succeededResult = {};
             for (const [field, expr] of result) {
               if (!expr) continue;
-              // As the lifecycle does: `$request` bound, a single value becomes a one-item list.
+              // As the lifecycle does: `$request` bound, then the engine's own reading of the value.
               const got = await tryEval(expr, body, { request: valid[0]?.value ?? {} });
               const pointer = `${p}/result/${escapePointer(field)}`;
-              const value = Array.isArray(got.value) || got.value === undefined || got.value === null ? got.value : [got.value];
-              if (got.error) at('fixture', pointer, `fails on ${where}/${name}.json: ${got.error}`);
-              else if (value === undefined || value === null || (Array.isArray(value) && value.length === 0)) at('fixture', pointer, `reads nothing from ${where}/${name}.json: the gateway would fail a completed task with 3003 (no ${field})`);
-              else if (['images', 'videos', 'audios'].includes(field) && !(value as unknown[]).every((u) => typeof u === 'string' && /^https?:\/\//.test(u))) at('fixture', pointer, `reads ${describe(value)} from ${where}/${name}.json; ${field} must be a list of URL strings`);
-              else succeededResult[field] = value;
+              if (got.error) {
+                at('fixture', pointer, `fails on ${where}/${name}.json: ${got.error}`);
+                continue;
+              }
+              const read = resultFieldValue(field, got.value);
+              if (read.ok) succeededResult[field] = read.value;
+              else at('fixture', pointer, `reads ${describe(got.value)} from ${where}/${name}.json: the answer ${read.reason}, so the gateway would fail a completed task with 3003`);
             }
           }
-          if (state === 'failed') {
+          // A cancelled task carries no upstream error: the gateway's own (4008) explains it.
+          if (state === 'failed' && name !== 'cancelled') {
             for (const [expr, field] of [[errorMessage, 'error_message'], [errorCode, 'error_code']] as const) {
               if (!expr) continue;
               const got = await tryEval(expr, body);
@@ -458,7 +464,7 @@ function reason(err: unknown): string {
 /** The engine's own compiler, as `serve` runs it; problems the checks above already named are dropped. */
 function engineCompile(vendors: readonly LoadedVendor[], config: GatewayConfig | undefined, already: readonly Finding[]): Finding[] {
   if (vendors.length === 0) return [];
-  const cfg = structuredClone(config ?? fallbackConfig('vendors'));
+  const cfg = structuredClone(config ?? fallbackConfig(dirname(vendors[0]!.file)));
   const sandbox = cfg.sandbox.enabled;
   const dispatcher = createUpstreamAgent();
   let problems: Problem[] = [];

@@ -5,6 +5,7 @@
 // gateway serves it at /openapi.json (engine/http/openapi-routes.ts).
 import { readFileSync } from 'node:fs';
 import type { ErrorObject } from 'ajv';
+import { URL_LIST_FIELDS } from '../descriptors/result-fields.ts';
 import type { RouteSpec, VendorDescriptor } from '../descriptors/types.ts';
 import { CATALOGUE, HTTP_ONLY } from '../errors/catalogue.ts';
 import { codeForAjvError } from '../validation/error-policy.ts';
@@ -22,7 +23,6 @@ export interface OpenApiOptions {
 type Doc = JsonObject;
 
 const COMPONENT = '#/components/schemas/';
-const RESULT_URL_FIELDS = new Set(['images', 'videos', 'audios']);
 const TASK_ERROR_CODES = [3001, 3002, 3003, 3004, 3005, 4002, 4008];
 
 export function buildOpenApi(descriptors: readonly VendorDescriptor[], opts: OpenApiOptions = {}): Doc {
@@ -238,6 +238,8 @@ function commonErrors(o: { billed: boolean; post: boolean; quota: boolean; upstr
   }
   out['429'] = problem(o.quota ? [1004, 1005] : [1004], 'Rate limit or quota exceeded');
   out['500'] = problem([...(o.upstream ? [3001, 3002, 3003, 3004, 3005] : []), 4002, ...(o.billed ? [4005] : [])], o.upstream ? 'The upstream provider or the gateway failed' : 'The gateway failed');
+  // Every route reads the store (the API key at least).
+  out['503'] = problem([4003], 'The gateway cannot reach its store or job queue now; retry after Retry-After (a create with the same Idempotency-Key)');
   return out;
 }
 
@@ -301,7 +303,7 @@ function taskResponseSchema(routes: readonly RouteSpec[]): JsonObject {
   const props: JsonObject = { task_info: { $ref: `${COMPONENT}task_info` } };
   for (const r of routes) {
     for (const field of Object.keys(r.result ?? {})) {
-      props[field] = RESULT_URL_FIELDS.has(field)
+      props[field] = URL_LIST_FIELDS.has(field)
         ? { type: 'array', items: { type: 'string', format: 'uri' }, description: `Result URLs, present when the task is completed.` }
         : { type: 'array', description: 'Result field, present when the task is completed.' };
     }

@@ -40,14 +40,18 @@ export interface TestGatewayOptions extends GatewayOptions {
   adminToken?: string;
   env?: Record<string, string>;
   upstreams?: Record<string, { base_url: string; credentials?: Record<string, string>; timeout_ms?: number }>;
+  /** More `server:` settings, as YAML flow-mapping entries (e.g. `headers_timeout_ms: 300`). */
+  server?: string;
+  /** The whole `store:` mapping instead of the run's (e.g. a Redis of the test's own, to kill). */
+  store?: string;
 }
 
 export async function startTestGateway(o: TestGatewayOptions = {}): Promise<Gateway> {
   const vendorsDir = o.vendorsDir ?? `${ROOT}vendors`;
   const disabled = o.only ? readdirSync(vendorsDir).filter((f) => f.endsWith('.yaml')).map((f) => f.slice(0, -5)).filter((v) => !o.only!.includes(v)) : [];
   const yaml = `
-server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 2000 }
-store: ${storeYaml()}
+server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 2000${o.server ? `, ${o.server}` : ''} }
+store: ${o.store ?? storeYaml()}
 sandbox: { enabled: ${o.sandbox ?? true}, demo_api_key: ${DEMO_KEY}, queued_ms: 1000, running_ms: 3000 }
 admin: { token: "${o.adminToken ?? 'test-admin-token'}" }
 timing: { scale: ${o.scale ?? 0.001}, poll_error_limit: 3 }

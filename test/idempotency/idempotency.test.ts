@@ -156,6 +156,43 @@ describe('idempotency', () => {
     expect((await svc.run(req('k1'), c.handler)).replayed).to.equal(true);
   });
 
+  it('store away: the claim of a refused request is released once the store answers, and an unrecorded success is undone', async () => {
+    // A store that is away until `down` is cleared: every call fails as the Redis adapters do.
+    let down = false;
+    const away = () => new GatewayError(4003, 'Unavailable now: the store.');
+    const flaky = new Proxy(store, {
+      get: (target, name, receiver) => {
+        const v = Reflect.get(target, name, receiver);
+        return typeof v === 'function' ? (...args: unknown[]) => (down ? Promise.reject(away()) : v.apply(target, args)) : v;
+      },
+    });
+    svc = new IdempotencyService({ store: flaky, clock, pollMs: 1, waitMs: 0 });
+    const e = await failure(
+      svc.run(req('k1'), async () => {
+        down = true; // the store goes away while the request runs
+        throw away();
+      }),
+    );
+    expect(e.code).to.equal(4003);
+    // The answer to `complete` is lost the same way: the request fails, and is undone.
+    const undone: string[] = [];
+    const c = creator();
+    down = false;
+    const handler = async () => {
+      const r = await c.handler();
+      down = true;
+      return r;
+    };
+    expect((await failure(svc.run(req('k2'), handler, () => undone.push('k2')))).code).to.equal(4003);
+    expect(undone).to.deep.equal([]);
+    down = false; // back: the retries release both claims and undo the unrecorded create
+    for (let i = 0; undone.length === 0 && i < 100; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(undone).to.deep.equal(['k2']);
+    const retried = await svc.run(req('k1'), creator().handler);
+    expect([retried.replayed, retried.response.status]).to.deep.equal([false, 202]);
+    expect((await svc.run(req('k2'), creator().handler)).replayed).to.equal(false);
+  });
+
   it('takes over a claim whose owner never answered once the lock expires', async () => {
     svc = new IdempotencyService({ store, clock, lockMs: 60_000, pollMs: 1, waitMs: 0 });
     void svc.run(req('k1'), () => new Promise<StoredResponse>(() => {})); // the owner hangs forever

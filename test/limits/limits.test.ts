@@ -194,11 +194,11 @@ describe('limits', () => {
         remove: async () => Promise.reject(new Error('ECONNREFUSED')),
       }));
       const e = (await outcome(broken.checkRequest({ tenantId: T, keyId: 'k1' }))) as GatewayError;
-      expect([e.code, e.status]).to.deep.equal([4003, 500]);
+      expect([e.code, e.status, e.headers['Retry-After']]).to.deep.equal([4003, 503, '1']);
     });
 
     it('rejects invalid configuration at construction', () => {
-      expect(() => new LimitsConfig({ rate: { key: { per_second: 0 } } })).to.throw(/limits.rate.key.per_second must be a positive integer/);
+      expect(() => new LimitsConfig({ rate: { key: { per_second: 0 } } })).to.throw(/limits\.rate\.key\.per_second: must be a positive integer/);
       expect(() => new LimitsConfig({ tenants: { t: { concurrent_tasks: -1 } } })).to.throw(/limits.tenants.t.concurrent_tasks/);
       expect(() => new LimitsConfig({ daily_spend_credits: '1.2345' })).to.throw(/3 decimals/);
       expect(() => new LimitsConfig({ models: { m: { per_minute: 1.5 } } })).to.throw(/per_minute/);

@@ -276,7 +276,7 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
         const limits = new LimitsService({ store: a, clock, config: only({ key: { per_second: 5 } }), rateCounters: redisRateCounters(dead, prefix) });
         const started = Date.now();
         const e = (await outcome(limits.checkRequest({ tenantId: T, keyId: 'k1' }))) as GatewayError;
-        expect([e.code, e.status]).to.deep.equal([4003, 500]);
+        expect([e.code, e.status, e.headers['Retry-After']]).to.deep.equal([4003, 503, '1']);
         expect(Date.now() - started).to.be.below(1000);
         dead.disconnect();
       });

@@ -159,6 +159,21 @@ forEachBackend('TaskStore contract', (env) => {
     expect((await b.listUnsettled(2, 'gone')).map((t) => t.id)).to.deep.equal(['t1', 't4']);
   });
 
+  it('discards an active task as if never stored (a withdrawn create), never a terminal one', async () => {
+    for (const id of ['t1', 't2', 't3']) await a.create(task(id));
+    await a.transition('t2', ['pending'], { status: 'processing', upstream_task_id: 'u2' });
+    await a.transition('t3', ['pending'], { status: 'completed', finalized: false });
+    expect(await b.discard('t1')).to.equal(true);
+    expect(await b.discard('t2')).to.equal(true);
+    expect(await b.discard('t3')).to.equal(false);
+    expect(await b.discard('missing')).to.equal(false);
+    expect(await a.get('t1')).to.equal(undefined);
+    expect(await a.get('t2')).to.equal(undefined);
+    expect((await a.get('t3'))?.status).to.equal('completed');
+    expect((await a.listUnsettled(10)).map((t) => t.id)).to.deep.equal(['t3']);
+    expect(await a.discard('t1')).to.equal(false);
+  });
+
   it('lists a full page of unsettled tasks even when many settled ones come first', async () => {
     for (let i = 0; i < 40; i++) await a.create(task(`s${String(i).padStart(2, '0')}`));
     for (let i = 0; i < 35; i++) await b.transition(`s${String(i).padStart(2, '0')}`, ['pending'], { status: 'completed', finalized: true });

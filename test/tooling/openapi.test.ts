@@ -35,7 +35,8 @@ describe('gateway openapi', () => {
     ]);
     const create = doc.paths['/vendors/acme/v1/generation'].post;
     expect(create.requestBody.content['application/json'].schema).to.deep.equal({ $ref: '#/components/schemas/acme_generation_request' });
-    expect(Object.keys(create.responses).sort()).to.deep.equal(['202', '400', '401', '402', '403', '413', '415', '429', '500']);
+    expect(Object.keys(create.responses).sort()).to.deep.equal(['202', '400', '401', '402', '403', '413', '415', '429', '500', '503']);
+    expect(create.responses['503']['x-error-codes']).to.deep.equal([4003]);
     // The 400 lists the codes this schema can produce under the engine's error policy.
     expect(create.responses['400']['x-error-codes']).to.deep.equal([2001, 2002, 2003, 2004]);
     expect(create.responses['400'].content['application/problem+json'].schema.allOf[1].properties.error_code.enum).to.deep.equal([2001, 2002, 2003, 2004]);

@@ -68,6 +68,14 @@ export class MemoryTaskStore implements TaskStore {
     return out;
   }
 
+  async discard(id: string): Promise<boolean> {
+    const t = this.tasks.get(id);
+    if (!t || TERMINAL.has(t.status)) return false;
+    this.tasks.delete(id);
+    this.unsettled.delete(id);
+    return true;
+  }
+
   private forgetExpired(): void {
     const q = this.finished;
     if (this.head === q.length) return;

@@ -9,7 +9,8 @@
 //   create:     ZADD NX the id first, then SET NX the task (a crash in between leaves an orphan
 //               entry, removed by listUnsettled once older than ORPHAN_GRACE_MS);
 //   transition: the script settles the task, then the id is ZREMed when the task is finalized
-//               (a crash in between leaves an entry that listUnsettled filters out and removes).
+//               (a crash in between leaves an entry that listUnsettled filters out and removes);
+//   discard:    the script deletes an active task (a refused create), then the id is ZREMed.
 // Finished tasks are kept (no TTL) unless `finishedTtlMs` is given: then the transition that
 // leaves a task terminal and finalized also sets that TTL on it.
 import type { TaskStatus } from '../../descriptors/types.ts';
@@ -49,6 +50,17 @@ end
 return out
 `);
 
+// KEYS: task. Deletes the task unless it is terminal. Returns 1 deleted, 0 missing, -1 terminal (kept).
+const DISCARD = lua(`
+local terminal = { ${TERMINAL_JSON} }
+local s = redis.call('GET', KEYS[1])
+if not s then return 0 end
+local r = rec_decode(s)
+if terminal[r.status] then return -1 end
+redis.call('DEL', KEYS[1])
+return 1
+`);
+
 export class RedisTaskStore implements TaskStore {
   private readonly client: RedisStoreOptions['client'];
   private readonly keys: Keys;
@@ -83,6 +95,13 @@ export class RedisTaskStore implements TaskStore {
     const task = decodeRecord<TaskRecord>(s);
     if (task.finalized === true) await this.client.zrem(this.index(), id);
     return task;
+  }
+
+  async discard(id: string): Promise<boolean> {
+    const r = await DISCARD.run(this.client, [this.keys.task(id)], []);
+    // The index (another slot) keeps a terminal task until it is finalized; else the entry goes.
+    if (r !== -1) await this.client.zrem(this.index(), id);
+    return r === 1;
   }
 
   async listUnsettled(limit: number, afterId?: string): Promise<TaskRecord[]> {
