@@ -5,7 +5,7 @@
 //       threshold_credits: "1000.00"  # default balance.low threshold (per-tenant override: BillingService.setThreshold)
 //       throttle_seconds: 86400       # while ALERTED, at most one balance.low reminder per window
 import { ConfigValueError, configPointer, type ConfigProblem } from '../errors/config-error.ts';
-import { creditsToMilli, MoneyError, type Milli } from './money.ts';
+import { creditsToMilli, MoneyError, type Milli } from '../util/money.ts';
 
 export interface BillingConfigInput {
   credits_per_usd?: number;

@@ -15,7 +15,7 @@
 import type { EventBus, GatewayEvent } from '../events/bus.ts';
 import { systemClock, type Clock } from '../util/clock.ts';
 import { BILLING_DEFAULTS } from './config.ts';
-import { creditsToMilli, formatCredits, type Milli } from './money.ts';
+import { creditsToMilli, formatCredits, type Milli } from '../util/money.ts';
 import type { LowBalanceDecision, WalletRecord, WalletStore } from './store.ts';
 
 export type HasSubscriber = (tenantId: string, type: 'balance.low') => Promise<boolean>;

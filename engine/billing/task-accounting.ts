@@ -6,12 +6,18 @@
 // The lifecycle calls complete/abandon only after winning the transition to a terminal state,
 // and the wallet settles or releases a hold once per task id even if called again.
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
-import type { LimitsService } from '../limits/limits.ts';
 import type { TaskAccounting } from '../tasks/accounting.ts';
 import type { TaskStore } from '../tasks/store.ts';
 import type { Clock } from '../util/clock.ts';
 import type { TaskRecord } from '../tasks/task.ts';
-import type { BillingService } from './wallet.ts';
+import type { BillingService } from './service.ts';
+
+/** The concurrent-task slots a task holds while it runs (LimitsService implements them). */
+export interface TaskSlots {
+  /** Take the tenant's slot for the task, or throw 1005 (429). */
+  acquireTask(tenantId: string, taskId: string): Promise<void>;
+  releaseTask(tenantId: string, taskId: string): Promise<unknown>;
+}
 
 export interface OrphanCheckDeps {
   tasks: TaskStore;
@@ -22,10 +28,10 @@ export interface OrphanCheckDeps {
 
 export class BilledTaskAccounting implements TaskAccounting {
   private readonly billing: BillingService;
-  private readonly limits: LimitsService;
+  private readonly limits: TaskSlots;
   private readonly orphans: OrphanCheckDeps;
 
-  constructor(billing: BillingService, limits: LimitsService, orphans: OrphanCheckDeps) {
+  constructor(billing: BillingService, limits: TaskSlots, orphans: OrphanCheckDeps) {
     this.billing = billing;
     this.limits = limits;
     this.orphans = orphans;

@@ -11,7 +11,7 @@ import { runChecks } from '../tooling/checks.ts';
 import { CHANGE_CLASSES, diffSets, gate, type ChangeClass } from '../tooling/diff.ts';
 import { renderMarkdown, renderText } from '../tooling/diff-report.ts';
 import { formatFinding } from '../tooling/findings.ts';
-import { buildOpenApi } from '../tooling/openapi.ts';
+import { buildOpenApi } from '../docs/openapi.ts';
 import { renderRouteTable, routeTable } from '../tooling/routes.ts';
 import { SCAFFOLD_STYLES, ScaffoldError, scaffoldVendor, type ScaffoldStyle } from '../tooling/scaffold.ts';
 import { folderSet, openSet, SourceError, type DescriptorSet } from '../tooling/sources.ts';

@@ -6,7 +6,7 @@ import type { GatewayConfig } from '../config/types.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import type { CompiledErrorRule } from '../upstream/failure.ts';
 import type { Clock } from '../util/clock.ts';
-import type { CompiledExpr } from './expr.ts';
+import type { CompiledExpr } from '../util/expr.ts';
 import type { ErrorMapEntry, RouteSpec } from './types.ts';
 
 export interface CompileContext {

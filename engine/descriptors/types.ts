@@ -1,7 +1,7 @@
 // TypeScript view of a vendor descriptor (schemas/vendor.schema.json is the source of truth).
 import type { MediaRule } from '../media/checks.ts';
-import type { Normaliser } from '../validation/request-validator.ts';
-import type { Violation } from '../validation/error-policy.ts';
+import type { AuthSpec } from '../upstream/auth-schemes.ts';
+import type { Normaliser, RequestRuleSpec } from '../validation/request-validator.ts';
 export type TaskStatus = 'pending' | 'processing' | 'completed' | 'failed';
 export const TASK_STATUSES: readonly TaskStatus[] = ['pending', 'processing', 'completed', 'failed'];
 
@@ -23,12 +23,6 @@ export interface VendorDescriptor {
   };
   routes: RouteSpec[];
 }
-
-export type AuthSpec =
-  | { scheme: 'bearer'; credential: string }
-  | { scheme: 'header'; header: string; credential: string; prefix?: string }
-  | { scheme: 'jwt_hs256'; access_key: string; secret_key: string; ttl_seconds?: number }
-  | { scheme: 'none' };
 
 export interface ErrorMapEntry {
   when: string;
@@ -91,19 +85,6 @@ export interface RequestSpec {
   validation_errors?: 'problem' | 'task_info';
   max_body_bytes?: number;
   examples?: Record<string, unknown>[];
-}
-
-/** A cross-field rule: `when` true refuses the request; `violation` names the failure, the policy its code. */
-export interface RequestRuleSpec {
-  when: string;
-  violation?: Violation;
-  /** Explicit code overriding the policy; with a violation it needs a reason. */
-  code?: number;
-  pointer?: string;
-  message: string;
-  /** Repeat the rule for each item of this array ($item, $i bound; {i} in pointer and message). */
-  each?: string;
-  reason?: string;
 }
 
 export interface SubmitSpec {

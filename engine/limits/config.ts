@@ -14,7 +14,7 @@
 //     daily_spend_credits: "100000.00" # credits held+settled per tenant per UTC day (1000 USD)
 //     tenants:                         # per-tenant overrides of any of the above
 //       <tenant-id>: { rate: { tenant: { per_minute: 6000 } }, concurrent_tasks: 100, daily_spend_credits: null }
-import { creditsToMilli, MoneyError, type Milli } from '../billing/money.ts';
+import { creditsToMilli, MoneyError, type Milli } from '../util/money.ts';
 import { ConfigValueError, configPointer, type ConfigProblem } from '../errors/config-error.ts';
 
 export type RateScope = 'key' | 'tenant' | 'model';

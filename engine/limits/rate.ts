@@ -9,23 +9,13 @@
 // (key, model, tenant). A refused request is given back to every counter it touched, so refused
 // requests never count: a client hammering one key cannot use up its tenant's or model's budget.
 //
-// Counters are a port, built by the store: in memory they answer synchronously (no promise per
-// counter on the hot path, see engine/store/memory/rate-counters.ts); on Redis each is
-// rate-limiter-flexible's atomic counter script (engine/store/redis/rate.ts).
+// Counters are a port (WindowCounters in ./store.ts), built by the store: in memory they answer
+// synchronously (no promise per counter on the hot path, see engine/store/memory/rate-counters.ts);
+// on Redis each is rate-limiter-flexible's atomic counter script (engine/store/redis/rate.ts).
 import { dependencyUnavailable, GatewayError } from '../errors/gateway-error.ts';
 import type { Clock } from '../util/clock.ts';
 import { RATE_WINDOWS, WINDOW_MS, type RateScope, type RateWindow, type RateWindows } from './config.ts';
-
-/** The counters of one (scope, window): requests per id in window number `n`. */
-export interface WindowCounters {
-  /** Count one request; the count after it (memory: synchronously). */
-  add(id: string, n: number): number | Promise<number>;
-  /** Give back a request add() counted. */
-  remove(id: string, n: number): void | Promise<unknown>;
-}
-
-/** Builds the counters of one (scope, window); `name` is unique per pair. */
-export type RateCountersFactory = (name: string, windowMs: number) => WindowCounters;
+import type { RateCountersFactory, WindowCounters } from './store.ts';
 
 const WINDOW_TEXT: Record<RateWindow, string> = { per_second: 'second', per_minute: 'minute', per_day: 'day' };
 const SCOPE_TEXT: Record<RateScope, string> = { key: 'this API key', tenant: 'this account', model: 'this model' };

@@ -1,7 +1,7 @@
-// The limits port: concurrent-task slots and daily spend. Each method is ONE atomic operation
-// (memory: synchronous; Redis: one Lua script per call). Request-rate counters are not here:
-// they are WindowCounters (see rate.ts), atomic on their own.
-import type { Milli } from '../billing/money.ts';
+// The limits ports: concurrent-task slots and daily spend (LimitsStore: each method is ONE atomic
+// operation; memory: synchronous, Redis: one Lua script per call), and the request-rate counters
+// (WindowCounters, atomic on their own; rate.ts counts with them).
+import type { Milli } from '../util/money.ts';
 
 export type AcquireResult = 'acquired' | 'already' | 'full';
 
@@ -31,3 +31,14 @@ export interface LimitsStore {
   recordSpend(tenantId: string, ref: string, day: string, milli: Milli): Promise<boolean>;
   spent(tenantId: string, day: string): Promise<Milli>;
 }
+
+/** The counters of one (scope, window): requests per id in window number `n`. */
+export interface WindowCounters {
+  /** Count one request; the count after it (memory: synchronously). */
+  add(id: string, n: number): number | Promise<number>;
+  /** Give back a request add() counted. */
+  remove(id: string, n: number): void | Promise<unknown>;
+}
+
+/** Builds the counters of one (scope, window); `name` is unique per pair. */
+export type RateCountersFactory = (name: string, windowMs: number) => WindowCounters;

@@ -13,7 +13,9 @@
 //   dimensions  the size of the media to generate, `<width>*<height>`: malformed (the schema's
 //          pattern usually answers first), or a pixel count or an aspect ratio out of bounds
 //          (→ out_of_range).
-import type { Violation } from '../validation/error-policy.ts';
+
+/** The violations of engine/validation/error-policy.ts a media check can name (media sits below it). */
+export type MediaViolation = 'malformed' | 'out_of_range' | 'file_size' | 'file_format' | 'file_content';
 
 export type MediaKind = 'image' | 'url' | 'dimensions';
 export type ImageFormat = 'jpeg' | 'png' | 'bmp' | 'webp' | 'gif' | 'tiff' | 'heic' | 'avif';
@@ -45,7 +47,7 @@ export type MediaShape = 'url' | 'data_uri' | 'base64';
 
 export interface MediaVerdict {
   ok: boolean;
-  violation?: Violation;
+  violation?: MediaViolation;
   /** Says what is wrong, without the field name: "is not valid Base64". */
   detail?: string;
   shape?: MediaShape;
@@ -225,7 +227,7 @@ export function sniffImage(b: Uint8Array): ImageFormat | undefined {
   return undefined;
 }
 
-function bad(violation: Violation, detail: string): MediaVerdict {
+function bad(violation: MediaViolation, detail: string): MediaVerdict {
   return { ok: false, violation, detail };
 }
 

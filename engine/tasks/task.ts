@@ -3,6 +3,9 @@
 import type { TaskError } from '../errors/gateway-error.ts';
 import type { TaskStatus } from '../descriptors/types.ts';
 
+// The status words are the descriptors' (their status maps target them); stores read them here.
+export type { TaskStatus };
+
 export interface TaskRecord {
   id: string;
   tenant_id: string;

@@ -15,7 +15,7 @@ import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { LoadError, type Problem, type YamlSource } from '../config/yaml-source.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import { compileVendors } from '../descriptors/compile.ts';
-import { compileExpr, ExprError, type CompiledExpr } from '../descriptors/expr.ts';
+import { compileExpr, ExprError, type CompiledExpr } from '../util/expr.ts';
 import { resultFieldValue } from '../descriptors/result-fields.ts';
 import { loadVendorFile, type LoadedVendor } from '../descriptors/load-descriptors.ts';
 import { TASK_STATUSES, type RouteSpec, type TaskStatus } from '../descriptors/types.ts';
@@ -28,7 +28,7 @@ import { checkTargets, fallbackConfig, type TargetOptions } from './check-source
 import { rootFieldRefs } from './expr-refs.ts';
 import { escapePointer, finding, sortFindings, type CheckName, type Finding, type Severity } from './findings.ts';
 import { fillFixture, POLL_FIXTURE_STATES, SUBMIT_FIXTURES, unknownPlaceholders } from './fixtures.ts';
-import { declaredProperties, inlineRefs, isObject, lookupField, refsIn, registryFromDir, requestSchemaBase, resolveRef, type SchemaRegistry } from './json-schema.ts';
+import { declaredProperties, inlineRefs, isObject, lookupField, refsIn, registryFromDir, requestSchemaBase, resolveRef, type SchemaRegistry } from '../validation/json-schema.ts';
 import { compileRoutePricing, PricingConfigError, type PricePlan } from './price.ts';
 import { routeValidator } from './validate.ts';
 

@@ -11,10 +11,11 @@ import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { RouteSpec, VendorDescriptor } from '../descriptors/types.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { createAjv } from '../validation/ajv.ts';
-import { inlineRefs, isObject, requestSchemaBase, type SchemaRegistry } from './json-schema.ts';
+import { inlineRefs, isObject, requestSchemaBase, type SchemaRegistry } from '../validation/json-schema.ts';
 import { compileRoutePricing, priceOf } from './price.ts';
 import { diffSchemas } from './schema-diff.ts';
-import { routeValidator, ruleCode } from './validate.ts';
+import { routeValidator } from './validate.ts';
+import { ruleCode } from '../validation/error-policy.ts';
 import type { DescriptorSet } from './sources.ts';
 
 export type ChangeClass = 'breaking' | 'compatible' | 'billing' | 'upstream' | 'docs';

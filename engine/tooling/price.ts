@@ -1,8 +1,8 @@
 // The one place the tools evaluate a route's `pricing` block: through the billing pricing
-// compiler (engine/billing/pricing.ts), so `check`, `routes` and `diff` show exactly what the
+// compiler (engine/descriptors/pricing.ts), so `check`, `routes` and `diff` show exactly what the
 // gateway will hold and settle. Prices are shown in USD and in credits.
-import { compilePricing, PricingConfigError, type PricePlan } from '../billing/pricing.ts';
-import { formatCredits, MILLI_PER_CREDIT } from '../billing/money.ts';
+import { compilePricing, PricingConfigError, type PricePlan } from '../descriptors/pricing.ts';
+import { formatCredits, MILLI_PER_CREDIT } from '../util/money.ts';
 
 export { PricingConfigError };
 export type { PricePlan };

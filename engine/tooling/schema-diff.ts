@@ -4,7 +4,7 @@
 // pattern), and anything that only accepts more is COMPATIBLE. Where a change cannot be proven
 // compatible (a rewritten `not`, `if`, ...), it is called breaking, and says so.
 import { isDeepStrictEqual } from 'node:util';
-import { isObject, type JsonObject } from './json-schema.ts';
+import { isObject, type JsonObject } from '../validation/json-schema.ts';
 
 export type SchemaChangeClass = 'breaking' | 'compatible' | 'docs';
 

@@ -8,7 +8,7 @@ import { join, relative, resolve } from 'node:path';
 import { parseYaml, type YamlSource } from '../config/yaml-source.ts';
 import type { VendorDescriptor } from '../descriptors/types.ts';
 import { SCHEMAS_DIR } from '../validation/ajv.ts';
-import { isObject, registryEntry, registryFromDir, type SchemaRegistry } from './json-schema.ts';
+import { isObject, registryEntry, registryFromDir, type SchemaRegistry } from '../validation/json-schema.ts';
 
 export interface SourceVendor {
   /** Path shown in reports. */

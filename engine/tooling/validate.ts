@@ -2,9 +2,8 @@
 // compiled for a tool: examples are judged exactly as a client's request would be.
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { RouteSpec } from '../descriptors/types.ts';
-import { codeOf, type Violation } from '../validation/error-policy.ts';
 import { compileRouteValidator, type RequestChecks, type RequestValidator } from '../validation/request-validator.ts';
-import { requestSchemaBase } from './json-schema.ts';
+import { requestSchemaBase } from '../validation/json-schema.ts';
 
 let seq = 0;
 
@@ -13,14 +12,4 @@ export function routeValidator(ajv: Ajv2020, vendor: string, r: RouteSpec, schem
   if (!r.request?.schema) return undefined;
   const checks = { ...r.request, schema: schema ?? r.request.schema } as unknown as RequestChecks;
   return compileRouteValidator(ajv, requestSchemaBase(vendor, `${r.id}.tool${++seq}`), checks);
-}
-
-/** The service code a descriptor rule answers with. */
-export function ruleCode(rule: { code?: number; violation?: string }): number | undefined {
-  if (rule.code !== undefined) return rule.code;
-  try {
-    return rule.violation ? codeOf(rule.violation as Violation) : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -2,8 +2,14 @@
 // Credential values come from config.yaml (`upstreams.<vendor>.credentials`), never from the
 // descriptor.
 import { SignJWT } from 'jose';
-import type { AuthSpec } from '../descriptors/types.ts';
 import type { Clock } from '../util/clock.ts';
+
+/** A descriptor's `upstream.auth` block. */
+export type AuthSpec =
+  | { scheme: 'bearer'; credential: string }
+  | { scheme: 'header'; header: string; credential: string; prefix?: string }
+  | { scheme: 'jwt_hs256'; access_key: string; secret_key: string; ttl_seconds?: number }
+  | { scheme: 'none' };
 
 export interface AuthPlugin {
   headers(): Promise<Record<string, string>> | Record<string, string>;

@@ -82,6 +82,12 @@ export function codeOf(v: Violation): number {
   return VIOLATION_CODES[v];
 }
 
+/** The service code a descriptor rule answers with: its own `code`, else its violation's. */
+export function ruleCode(rule: { code?: number; violation?: string }): number | undefined {
+  if (rule.code !== undefined) return rule.code;
+  return rule.violation !== undefined && Object.hasOwn(VIOLATION_CODES, rule.violation) ? codeOf(rule.violation as Violation) : undefined;
+}
+
 /** The violation a failed JSON Schema keyword stands for (before any x-error-code override). */
 export function violationForAjvError(e: ErrorObject): Violation {
   if (e.keyword === 'enum') return enumViolation(e);

@@ -7,24 +7,36 @@
 // pointer with its own code; the service codes come from the policy in error-policy.ts. Schema
 // failures stop before rules and media (those read a body of the right shape); rule and media
 // failures are reported together.
-import type { RequestRuleSpec } from '../descriptors/types.ts';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject } from 'ajv';
 import { GatewayError, type FieldError } from '../errors/gateway-error.ts';
-import { compileExpr, type CompiledExpr } from '../descriptors/expr.ts';
+import { compileExpr, type CompiledExpr } from '../util/expr.ts';
 import { applyRewrite, checkMedia, type MediaRule, type MediaVerdict } from '../media/checks.ts';
 import { isMediaToken, mediaBlobs } from '../media/blobs.ts';
 import { parsePointer, resolvePointer } from '../media/pointers.ts';
-import { codeForAjvError, codeOf, overridesWithoutReason, primaryCode, VIOLATION_CODES } from './error-policy.ts';
+import { codeForAjvError, codeOf, overridesWithoutReason, primaryCode, VIOLATION_CODES, type Violation } from './error-policy.ts';
 
-/** A descriptor's cross-field rule (the `request.rules` entries of a route). */
-export type RuleSpec = RequestRuleSpec;
+/**
+ * A descriptor's cross-field rule (a route's `request.rules` entry): `when` true refuses the
+ * request; `violation` names the failure, the policy its code.
+ */
+export interface RequestRuleSpec {
+  when: string;
+  violation?: Violation;
+  /** Explicit code overriding the policy; with a violation it needs a reason. */
+  code?: number;
+  pointer?: string;
+  message: string;
+  /** Repeat the rule for each item of this array ($item, $i bound; {i} in pointer and message). */
+  each?: string;
+  reason?: string;
+}
 
 export type Normaliser = 'lowercase' | 'uppercase' | 'trim';
 
 export interface RequestChecks {
   schema: object;
-  rules?: readonly RuleSpec[];
+  rules?: readonly RequestRuleSpec[];
   normalise?: Readonly<Record<string, Normaliser>>;
   media?: readonly MediaRule[];
 }
@@ -38,7 +50,7 @@ const NORMALISERS: Record<Normaliser, (s: string) => string> = {
 };
 
 /** Kept for callers that only have a schema and rules. */
-export function compileRequestValidator(ajv: Ajv2020, schemaId: string, schema: object, rules: readonly RuleSpec[] = []): RequestValidator {
+export function compileRequestValidator(ajv: Ajv2020, schemaId: string, schema: object, rules: readonly RequestRuleSpec[] = []): RequestValidator {
   return compileRouteValidator(ajv, schemaId, { schema, rules });
 }
 

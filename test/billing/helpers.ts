@@ -1,7 +1,8 @@
 // Shared set-up for billing tests: a memory wallet store, a manual clock, a recording bus, and
 // an afterEach-style invariant check over every wallet the test touched.
 import { expect } from 'chai';
-import { BillingService, type SpendGuard } from '../../engine/billing/wallet.ts';
+import { BillingService } from '../../engine/billing/service.ts';
+import type { SpendGuard } from '../../engine/limits/service.ts';
 import { LowBalanceMonitor } from '../../engine/billing/low-balance.ts';
 import { checkLedger } from '../../engine/billing/invariant.ts';
 import { MemoryWalletStore } from '../../engine/store/memory/wallets.ts';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { LowBalanceMonitor } from '../../engine/billing/low-balance.ts';
 import { applyLowBalance } from '../../engine/billing/store.ts';
-import { BillingService } from '../../engine/billing/wallet.ts';
+import { BillingService } from '../../engine/billing/service.ts';
 import { credits, expectLedgersConsistent, rig, type Rig } from './helpers.ts';
 
 const T = '7d3f1c2a-0000-4000-8000-000000000001';

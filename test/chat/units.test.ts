@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { LoadError } from '../../engine/config/yaml-source.ts';
 import { inlineBytes, rewriteBody } from '../../engine/proxy/body.ts';
-import { compileItemsWalker, compileGetter } from '../../engine/proxy/json-path.ts';
+import { compileItemsWalker, compileGetter } from '../../engine/descriptors/json-path.ts';
 import { SseTap } from '../../engine/proxy/sse-tap.ts';
-import { compileTokenPrices } from '../../engine/proxy/token-prices.ts';
+import { compileTokenPrices } from '../../engine/descriptors/token-prices.ts';
 import { ROOT, startTestGateway } from '../helpers/gateway.ts';
 
 describe('chat units: SSE usage tap', () => {

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { GatewayError } from '../../engine/errors/gateway-error.ts';
-import { canonical, fingerprint, IdempotencyService, REPLAYED_HEADER } from '../../engine/idempotency/idempotency.ts';
+import { canonical, fingerprint, IdempotencyService, REPLAYED_HEADER } from '../../engine/idempotency/service.ts';
 import type { StoredResponse } from '../../engine/idempotency/store.ts';
 import { MemoryIdempotencyStore } from '../../engine/store/memory/idempotency.ts';
 import { ManualClock } from '../../engine/util/clock.ts';
-import { BillingService } from '../../engine/billing/wallet.ts';
+import { BillingService } from '../../engine/billing/service.ts';
 import { MemoryWalletStore } from '../../engine/store/memory/wallets.ts';
 
 const T = 'tenant-1';

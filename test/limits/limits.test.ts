@@ -1,12 +1,12 @@
 import { expect } from 'chai';
 import { GatewayError } from '../../engine/errors/gateway-error.ts';
 import { LimitsConfig, type LimitsConfigInput } from '../../engine/limits/config.ts';
-import { LimitsService } from '../../engine/limits/limits.ts';
-import type { RateCountersFactory } from '../../engine/limits/rate.ts';
+import { LimitsService } from '../../engine/limits/service.ts';
+import type { RateCountersFactory } from '../../engine/limits/store.ts';
 import { memoryRateCounters } from '../../engine/store/memory/rate-counters.ts';
 import { MemoryLimitsStore } from '../../engine/store/memory/limits.ts';
 import { MemoryWalletStore } from '../../engine/store/memory/wallets.ts';
-import { BillingService } from '../../engine/billing/wallet.ts';
+import { BillingService } from '../../engine/billing/service.ts';
 import { checkLedger } from '../../engine/billing/invariant.ts';
 import { ManualClock } from '../../engine/util/clock.ts';
 

@@ -3,7 +3,7 @@
 // the older maps are dropped whole: no timer or expiry record per counter (rate-limiter-flexible's
 // RateLimiterMemory keeps a timer per key and answers each call with a promise, which cost a
 // proxied request about 5 µs across its nine counters).
-import type { RateCountersFactory, WindowCounters } from '../../limits/rate.ts';
+import type { RateCountersFactory, WindowCounters } from '../../limits/store.ts';
 
 export const memoryRateCounters: RateCountersFactory = () => new MemoryWindowCounters();
 

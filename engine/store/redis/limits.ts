@@ -5,7 +5,7 @@
 //                                    than RETAIN_DAYS before the day being written are dropped
 //   <p>{t:<id>}:spend:<ref>   string "day|amount|final(0/1)", TTL REF_TTL_S: a late duplicate of
 //                                    a ref is recognised for at least RETAIN_DAYS + 1 days
-import type { Milli } from '../../billing/money.ts';
+import type { Milli } from '../../util/money.ts';
 import type { AcquireResult, LimitsStore, SpendReservation } from '../../limits/store.ts';
 import { Keys, type RedisStoreOptions } from './keys.ts';
 import { lua } from './script.ts';

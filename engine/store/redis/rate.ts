@@ -7,7 +7,7 @@
 // instead of queueing requests behind a reconnect.
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
-import type { RateCountersFactory } from '../../limits/rate.ts';
+import type { RateCountersFactory } from '../../limits/store.ts';
 import { Keys } from './keys.ts';
 
 export function redisRateCounters(client: Redis, prefix: string): RateCountersFactory {

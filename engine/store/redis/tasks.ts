@@ -13,9 +13,8 @@
 //   discard:    the script deletes an active task (a refused create), then the id is ZREMed.
 // Finished tasks are kept (no TTL) unless `finishedTtlMs` is given: then the transition that
 // leaves a task terminal and finalized also sets that TTL on it.
-import type { TaskStatus } from '../../descriptors/types.ts';
 import type { TaskStore } from '../../tasks/store.ts';
-import { TERMINAL, type TaskRecord } from '../../tasks/task.ts';
+import { TERMINAL, type TaskRecord, type TaskStatus } from '../../tasks/task.ts';
 import { decodeRecord, encodePatch, encodeRecord, jsonValue } from './codec.ts';
 import { Keys, type RedisStoreOptions } from './keys.ts';
 import { lua } from './script.ts';

@@ -7,7 +7,7 @@
 //                              an entry's seq is its position (index + 1)
 //   <p>{t:<id>}:holds    hash  ref -> "state|amount|settled|released|charge|seq|at"
 //   <p>{t:<id>}:credits  hash  "<kind>:<ref>" -> seq of the credit entry (idempotent credits)
-import type { Milli } from '../../billing/money.ts';
+import type { Milli } from '../../util/money.ts';
 import type {
   AlertState,
   CloseResult,

@@ -16,20 +16,9 @@ import { isoNow, systemClock, type Clock } from '../util/clock.ts';
 import { BILLING_DEFAULTS } from './config.ts';
 import { checkLedger, type InvariantReport } from './invariant.ts';
 import type { LowBalanceMonitor } from './low-balance.ts';
-import { assertMilli, creditsToMilli, formatCredits, MoneyError, type Milli } from './money.ts';
+import { assertMilli, creditsToMilli, formatCredits, MoneyError, type Milli } from '../util/money.ts';
+import type { SpendGuard } from '../limits/service.ts';
 import type { AlertState, CloseResult, HoldRecord, LedgerEntry, WalletStore } from './store.ts';
-
-/**
- * Daily-spend accounting hooked into holds and settlements (implemented by LimitsService).
- * reserveSpend may refuse with GatewayError 1005; cancelSpend undoes a reservation whose hold was
- * refused; finalizeSpend and recordSpend never refuse; all are idempotent per ref.
- */
-export interface SpendGuard {
-  reserveSpend(tenantId: string, ref: string, milli: Milli): Promise<void>;
-  cancelSpend(tenantId: string, ref: string): Promise<void>;
-  finalizeSpend(tenantId: string, ref: string, actualMilli: Milli): Promise<void>;
-  recordSpend(tenantId: string, ref: string, milli: Milli): Promise<void>;
-}
 
 export interface BillingServiceOptions {
   store: WalletStore;

@@ -7,12 +7,13 @@
 //            descriptor's quantity expression is what must be fixed).
 //
 // Each product is converted exactly (BigInt) with one half-up rounding to the milli-credit
-// (see money.ts). Expressions are JSONata, compiled here once; a quantity must evaluate to a
-// non-negative safe integer — anything else (2.5, -1, "3", missing) is a configuration error,
-// reported at request time as GatewayError 4005, never silently rounded.
-import { compileExpr, ExprError, type CompiledExpr } from '../descriptors/expr.ts';
+// (see engine/util/money.ts). Expressions are JSONata, compiled here once; a quantity must
+// evaluate to a non-negative safe integer — anything else (2.5, -1, "3", missing) is a
+// configuration error, reported at request time as GatewayError 4005, never silently rounded.
+// This is descriptor compilation; charging the quoted price is billing's (engine/billing/).
+import { compileExpr, ExprError, type CompiledExpr } from '../util/expr.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
-import { decimalToString, parseDecimal, usdToMilli, MoneyError, type Decimal, type Milli } from './money.ts';
+import { decimalToString, parseDecimal, usdToMilli, MoneyError, type Decimal, type Milli } from '../util/money.ts';
 
 export interface PricingTable {
   by: string;

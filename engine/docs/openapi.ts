@@ -8,9 +8,9 @@ import type { ErrorObject } from 'ajv';
 import { URL_LIST_FIELDS } from '../descriptors/result-fields.ts';
 import type { RouteSpec, VendorDescriptor } from '../descriptors/types.ts';
 import { CATALOGUE, HTTP_ONLY } from '../errors/catalogue.ts';
-import { codeForAjvError } from '../validation/error-policy.ts';
-import { ruleCode } from './validate.ts';
-import { DATA_KEYWORDS, isObject, registryFromDir, SCHEMA_MAPS, requestSchemaBase, type JsonObject, type SchemaRegistry } from './json-schema.ts';
+import { EVENT_TYPES } from '../events/bus.ts';
+import { codeForAjvError, ruleCode } from '../validation/error-policy.ts';
+import { DATA_KEYWORDS, isObject, registryFromDir, SCHEMA_MAPS, requestSchemaBase, type JsonObject, type SchemaRegistry } from '../validation/json-schema.ts';
 
 export interface OpenApiOptions {
   title?: string;
@@ -378,7 +378,7 @@ function baseComponents(): JsonObject {
       required: ['id', 'type', 'created_at', 'data'],
       properties: {
         id: { type: 'string', pattern: '^evt_', description: 'Event id (test events: evt_test_); deduplicate on it.' },
-        type: { type: 'string', enum: ['task.created', 'task.succeeded', 'task.failed', 'balance.low'] },
+        type: { type: 'string', enum: [...EVENT_TYPES] },
         created_at: { type: 'string', format: 'date-time' },
         data: { type: 'object' },
         truncated: { type: 'boolean' },

@@ -1,9 +1,9 @@
 // Billing by tokens: a descriptor's per-model prices (USD per 1M tokens, decimal strings)
 // compiled once into exact integer arithmetic. The cost of one completion is
 //   (input - cached) x input_price + cached x cached_input_price + output x output_price
-// in USD, x credits_per_usd, rounded ONCE, half up, to the milli-credit (money.ts rules).
-import { divRoundHalfUp, parseDecimal, type Milli } from '../billing/money.ts';
-import type { TokenPriceSpec } from '../descriptors/types.ts';
+// in USD, x credits_per_usd, rounded ONCE, half up, to the milli-credit (engine/util/money.ts).
+import { divRoundHalfUp, parseDecimal, type Milli } from '../util/money.ts';
+import type { TokenPriceSpec } from './types.ts';
 
 /** Token counts of one completion, as the upstream reported them (or as estimated). */
 export interface TokenUsage {

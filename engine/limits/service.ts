@@ -10,11 +10,10 @@
 // on the first day).
 import { GatewayError } from '../errors/gateway-error.ts';
 import { isoAt, systemClock, type Clock } from '../util/clock.ts';
-import { assertMilli, formatCredits, type Milli } from '../billing/money.ts';
-import type { SpendGuard } from '../billing/wallet.ts';
+import { assertMilli, formatCredits, type Milli } from '../util/money.ts';
 import { LimitsConfig, type EffectiveLimits, type LimitsConfigInput, type RateScope, type RateWindows, type TenantLimitsInput } from './config.ts';
-import { RateLimits, type RateCountersFactory } from './rate.ts';
-import type { LimitsStore } from './store.ts';
+import { RateLimits } from './rate.ts';
+import type { LimitsStore, RateCountersFactory } from './store.ts';
 
 export interface LimitsServiceOptions {
   store: LimitsStore;
@@ -35,6 +34,19 @@ export interface RequestIdentity {
 }
 
 const DAY_MS = 86_400_000;
+
+/**
+ * Daily-spend accounting hooked into holds and settlements: BillingService's `spend`, which
+ * LimitsService implements. reserveSpend may refuse with GatewayError 1005; cancelSpend undoes a
+ * reservation whose hold was refused; finalizeSpend and recordSpend never refuse; all are
+ * idempotent per ref.
+ */
+export interface SpendGuard {
+  reserveSpend(tenantId: string, ref: string, milli: Milli): Promise<void>;
+  cancelSpend(tenantId: string, ref: string): Promise<void>;
+  finalizeSpend(tenantId: string, ref: string, actualMilli: Milli): Promise<void>;
+  recordSpend(tenantId: string, ref: string, milli: Milli): Promise<void>;
+}
 
 export class LimitsService implements SpendGuard {
   readonly config: LimitsConfig;

@@ -1,9 +1,10 @@
-// Reading JSON Schemas the way the tools need to: resolve a `$ref` (local, or into the shared
-// schemas/ registry), inline references for comparison, and answer "does this schema know a
-// field at this path?" across properties, items and the branches of allOf/anyOf/oneOf/if.
+// Reading JSON Schemas the way the tools and the OpenAPI generator need to: resolve a `$ref`
+// (local, or into the shared schemas/ registry), inline references for comparison, and answer
+// "does this schema know a field at this path?" across properties, items and the branches of
+// allOf/anyOf/oneOf/if.
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { SCHEMA_BASE, SCHEMAS_DIR } from '../validation/ajv.ts';
+import { SCHEMA_BASE, SCHEMAS_DIR } from './ajv.ts';
 
 export type JsonObject = Record<string, unknown>;
 /** URI (no fragment) → schema document. */

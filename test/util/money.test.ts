@@ -8,10 +8,10 @@ import {
   MoneyError,
   parseDecimal,
   usdToMilli,
-} from '../../engine/billing/money.ts';
+} from '../../engine/util/money.ts';
 import { resolveBillingConfig } from '../../engine/billing/config.ts';
 
-describe('billing/money', () => {
+describe('util/money', () => {
   it('parses decimals exactly, without floating point', () => {
     expect(parseDecimal('0.0425')).to.deep.equal({ units: 425n, scale: 4 });
     expect(parseDecimal('12')).to.deep.equal({ units: 12n, scale: 0 });

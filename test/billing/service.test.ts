@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { GatewayError } from '../../engine/errors/gateway-error.ts';
 import { checkLedger } from '../../engine/billing/invariant.ts';
-import { compilePricing } from '../../engine/billing/pricing.ts';
-import { MoneyError } from '../../engine/billing/money.ts';
+import { compilePricing } from '../../engine/descriptors/pricing.ts';
+import { MoneyError } from '../../engine/util/money.ts';
 import { credits, expectLedgersConsistent, rig, type Rig } from './helpers.ts';
 
 const T = '7d3f1c2a-0000-4000-8000-000000000001';
@@ -16,7 +16,7 @@ async function rejection(p: Promise<unknown>): Promise<GatewayError> {
   return err as GatewayError;
 }
 
-describe('billing/wallet', () => {
+describe('billing/service', () => {
   let r: Rig;
   beforeEach(() => {
     r = rig();

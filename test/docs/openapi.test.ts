@@ -4,10 +4,10 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { expect } from 'chai';
 import type { Gateway } from '../../engine/gateway.ts';
-import { buildOpenApi } from '../../engine/tooling/openapi.ts';
+import { buildOpenApi } from '../../engine/docs/openapi.ts';
 import { folderSet } from '../../engine/tooling/sources.ts';
 import { call, DEMO_KEY, startTestGateway } from '../helpers/gateway.ts';
-import { cleanTempDirs, cli, vendorsDir } from './support.ts';
+import { cleanTempDirs, cli, vendorsDir } from '../tooling/support.ts';
 
 type Doc = Record<string, any>;
 

@@ -3,7 +3,7 @@ import { Ajv } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { parse } from 'yaml';
 import pricingSchema from '../../schemas/pricing.schema.json' with { type: 'json' };
-import { compilePricing, PricingConfigError, type PricePlan } from '../../engine/billing/pricing.ts';
+import { compilePricing, PricingConfigError, type PricePlan } from '../../engine/descriptors/pricing.ts';
 import { GatewayError } from '../../engine/errors/gateway-error.ts';
 
 // The spec's real prices, written as descriptors would write them.
@@ -58,7 +58,7 @@ async function expect4005(p: Promise<unknown>, match: RegExp): Promise<void> {
   expect((err as GatewayError).detail).to.match(match);
 }
 
-describe('billing/pricing', () => {
+describe('descriptors/pricing', () => {
   let modelA: PricePlan, image: PricePlan, imageVideo: PricePlan, modelD: PricePlan;
   before(() => {
     modelA = compilePricing(VIDEO_MODEL_A, { label: 'model A' });
