@@ -3,7 +3,7 @@
 // its read and its write); a Redis adapter implements each as one Lua script on the wallet's
 // keys. Services never read-modify-write.
 //
-// Model (amounts are milli-credits, see money.ts):
+// Model (amounts are milli-credits, see engine/util/money.ts):
 //   balance   = top-ups + adjustments - settled         (the ledger balance; open holds are still in it)
 //   held      = sum of open holds
 //   available = balance - held                          (what a new hold may take)
@@ -20,7 +20,7 @@
 // A ref's entries are exactly one of: [hold] (open), [hold, release], [hold, settle] or
 // [hold, settle, release] (partial settlement: the remainder is released in the same step).
 // A synchronous charge writes [hold, settle] in one step.
-import type { Milli } from './money.ts';
+import type { Milli } from '../util/money.ts';
 
 export type LedgerKind = 'topup' | 'hold' | 'settle' | 'release' | 'adjustment';
 
@@ -113,8 +113,20 @@ export interface LedgerPage {
 
 export interface WalletSnapshot {
   wallet: WalletRecord;
+  /** The ledger kept, oldest first (every entry, unless `opening` says older ones were dropped). */
   entries: LedgerEntry[];
+  /** Open holds, and closed holds the store still remembers, in the order they were taken. */
   holds: HoldRecord[];
+  /** Set when the store keeps bounded history: the wallet just before `entries[0]`. */
+  opening?: LedgerOpening;
+}
+
+/** What the dropped oldest entries added up to: the ledger is replayed from here. */
+export interface LedgerOpening {
+  /** The seq of the last entry dropped. */
+  seq: number;
+  balance: Milli;
+  held: Milli;
 }
 
 export interface WalletStore {

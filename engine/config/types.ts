@@ -18,6 +18,8 @@ export interface GatewayConfig {
     key_prefix: string;
     job_lock_ms: number;
     task_retention_hours: number;
+    /** memory: ledger entries kept per wallet, newest first (balances stay exact). */
+    memory_ledger_entries: number;
     /** redis: a store command not answered within this fails its request with 503 / 4003 (not scaled). */
     command_timeout_ms: number;
   };

@@ -15,44 +15,28 @@ export function createLogger(level: LevelWithSilent, destination: pino.Destinati
 // pino's isoTime, with the text formatted once per millisecond.
 const isoTimestamp = () => `,"time":"${isoAt(Date.now())}"`;
 
-/** Lines are held at most this long, and written at once past MAX_BATCH_LINES. */
-const FLUSH_MS = 10;
-const MAX_BATCH_LINES = 512;
-let stdoutBatcher: (pino.DestinationStream & { flush(): void }) | undefined;
-
 /**
- * stdout written in batches: the lines logged within FLUSH_MS go out in one write(2)
- * (sonic-boom, synchronous: it handles partial writes and EAGAIN). A write per line cost ~20 µs
- * of a proxied request under load, a write per event-loop turn still ~2.5 µs (a turn holds one
- * or two requests), and sonic-boom's asynchronous mode (a thread-pool write) costs more than it
- * saves. Nothing waits on the write: a line is at most FLUSH_MS late. Held lines are written at
- * exit; a kill -9 loses at most FLUSH_MS of lines. One batcher for the process, shared by every
- * logger writing to stdout.
+ * stdout through sonic-boom (pino's destination), batched: lines collect until MIN_BATCH_BYTES
+ * and go out in one write(2); periodicFlush writes whatever is held every FLUSH_MS (on an unref'd
+ * timer, so a quiet process still writes its line within moments and a pending batch never keeps
+ * the process alive). A write per line cost ~20 µs of a proxied request under load. Synchronous
+ * writes (sonic-boom still handles partial writes and EAGAIN): the asynchronous mode's thread-pool
+ * write costs more than it saves, and at exit an in-flight asynchronous write could land after
+ * the lines flushed behind it. Held lines are flushed at exit; a kill -9 loses at most FLUSH_MS of
+ * lines. One destination for the process, shared by every logger writing to stdout.
  */
-function batchedStdout(): pino.DestinationStream & { flush(): void } {
-  if (stdoutBatcher) return stdoutBatcher;
-  const out = pino.destination({ dest: 1, sync: true });
-  let lines: string[] = [];
-  let timer: NodeJS.Timeout | undefined;
-  const flush = () => {
-    if (timer) clearTimeout(timer);
-    timer = undefined;
-    if (lines.length === 0) return;
-    const text = lines.join('');
-    lines = [];
-    out.write(text);
-  };
-  process.once('exit', flush);
-  stdoutBatcher = {
-    write(line: string) {
-      lines.push(line);
-      if (lines.length >= MAX_BATCH_LINES) flush();
-      // unref: a pending batch never keeps the process alive (the exit handler writes it).
-      else timer ??= setTimeout(flush, FLUSH_MS).unref();
-    },
-    flush,
-  };
-  return stdoutBatcher;
+const FLUSH_MS = 10;
+const MIN_BATCH_BYTES = 64 * 1024;
+const MAX_WRITE_BYTES = 1024 * 1024; // sonic-boom wants it above minLength
+let stdout: pino.DestinationStream | undefined;
+
+function batchedStdout(): pino.DestinationStream {
+  if (stdout) return stdout;
+  const destination = pino.destination({ dest: 1, sync: true, minLength: MIN_BATCH_BYTES, maxWrite: MAX_WRITE_BYTES, periodicFlush: FLUSH_MS });
+  // pino registers its exit flush for asynchronous destinations only.
+  process.once('exit', () => destination.flushSync());
+  stdout = destination;
+  return destination;
 }
 
 /**

@@ -6,12 +6,9 @@
 import { createHash } from 'node:crypto';
 import { Piscina } from 'piscina';
 import { JsonBodyError, parseJsonBytes } from '../util/json-body.ts';
-import { lowerThisThreadPriority } from '../util/thread-priority.ts';
 import { checkMedia, type MediaRule, type MediaVerdict } from './checks.ts';
 import { MEDIA_TOKEN_PREFIX } from './blobs.ts';
 import { parsePointer, resolvePointer } from './pointers.ts';
-
-lowerThisThreadPriority();
 
 export interface ParseTask {
   bytes: ArrayBuffer;

@@ -6,7 +6,7 @@ import type { IdempotencyStore } from '../idempotency/store.ts';
 import type { SharedMediaStore } from '../media/shared.ts';
 import { BullJobScheduler } from '../jobs/bullmq-scheduler.ts';
 import { MemoryJobScheduler, type JobErrorReporter, type JobScheduler } from '../jobs/scheduler.ts';
-import type { RateCountersFactory } from '../limits/rate.ts';
+import type { RateCountersFactory } from '../limits/store.ts';
 import type { LimitsStore } from '../limits/store.ts';
 import type { TaskStore } from '../tasks/store.ts';
 import type { TenantStore } from '../tenants/store.ts';
@@ -55,7 +55,7 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
     return {
       tasks: new MemoryTaskStore({ finishedTtlMs }),
       tenants: new MemoryTenantStore(),
-      wallets: new MemoryWalletStore(),
+      wallets: new MemoryWalletStore({ ledgerEntries: config.store.memory_ledger_entries, closedHoldTtlMs: finishedTtlMs }),
       limits: new MemoryLimitsStore(),
       rateCounters: memoryRateCounters,
       idempotency: new MemoryIdempotencyStore(),

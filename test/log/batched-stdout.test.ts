@@ -1,4 +1,4 @@
-// Log lines go to stdout in batches, one write per 10 ms at most (engine/log/logger.ts): every
+// Log lines go to stdout in batches (sonic-boom's minLength + periodicFlush, engine/log/logger.ts): every
 // line arrives, in order, including lines logged just before the process exits; a line waits
 // for no later traffic; a pending batch never keeps the process alive.
 import { expect } from 'chai';

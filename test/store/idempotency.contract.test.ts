@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { IdempotencyService } from '../../engine/idempotency/idempotency.ts';
+import { IdempotencyService } from '../../engine/idempotency/service.ts';
 import type { IdempotencyStore, StoredResponse } from '../../engine/idempotency/store.ts';
 import { MemoryIdempotencyStore } from '../../engine/store/memory/idempotency.ts';
 import { RedisIdempotencyStore } from '../../engine/store/redis/idempotency.ts';

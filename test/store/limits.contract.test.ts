@@ -4,11 +4,11 @@ import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import { checkLedger } from '../../engine/billing/invariant.ts';
 import type { WalletStore } from '../../engine/billing/store.ts';
-import { BillingService } from '../../engine/billing/wallet.ts';
+import { BillingService } from '../../engine/billing/service.ts';
 import { GatewayError } from '../../engine/errors/gateway-error.ts';
 import type { LimitsConfigInput } from '../../engine/limits/config.ts';
-import { LimitsService } from '../../engine/limits/limits.ts';
-import type { RateCountersFactory } from '../../engine/limits/rate.ts';
+import { LimitsService } from '../../engine/limits/service.ts';
+import type { RateCountersFactory } from '../../engine/limits/store.ts';
 import { memoryRateCounters } from '../../engine/store/memory/rate-counters.ts';
 import type { LimitsStore } from '../../engine/limits/store.ts';
 import { MemoryLimitsStore } from '../../engine/store/memory/limits.ts';
@@ -184,6 +184,18 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
       expect(await limits.spentToday(T)).to.equal(C(100));
       for (const t of [T, 'poor']) expect(checkLedger(await wallets.snapshot(t)).violations).to.deep.equal([]);
     });
+
+    if (!env.isRedis) {
+      it('memory: a day dropped takes its spend records with it (a ref is recognised while its day is kept)', async () => {
+        await a.reserveSpend(T, 'r1', '2026-03-05', C(1), null);
+        await a.reserveSpend(T, 'r2', '2026-03-08', C(1), null);
+        expect((await a.reserveSpend(T, 'r1', '2026-03-08', C(1), null)).status).to.equal('duplicate');
+        await a.recordSpend(T, 'r3', '2026-03-09', C(1)); // 03-05 is now more than three days back
+        expect(await a.spent(T, '2026-03-05')).to.equal(0);
+        expect(await a.finalizeSpend(T, 'r1', 0)).to.equal(false);
+        expect(await a.reserveSpend(T, 'r1', '2026-03-09', C(1), null)).to.deep.equal({ status: 'reserved', spent: C(2) });
+      });
+    }
   });
 
   describe('request rates', () => {

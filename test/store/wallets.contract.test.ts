@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { checkLedger } from '../../engine/billing/invariant.ts';
 import { LowBalanceMonitor } from '../../engine/billing/low-balance.ts';
 import type { HoldRecord, LedgerEntry, WalletStore } from '../../engine/billing/store.ts';
-import { BillingService } from '../../engine/billing/wallet.ts';
+import { BillingService } from '../../engine/billing/service.ts';
 import { GatewayError } from '../../engine/errors/gateway-error.ts';
 import { EventBus, type GatewayEvent } from '../../engine/events/bus.ts';
 import { MemoryWalletStore } from '../../engine/store/memory/wallets.ts';
@@ -415,6 +415,70 @@ forEachBackend('WalletStore contract', (env) => {
       expect((await a.get(T)).balance).to.equal(500);
     });
   });
+
+  if (!env.isRedis) {
+    describe('memory specifics: bounded history', () => {
+      it('keeps the newest ledgerEntries entries per wallet; balance, held and pages stay exact', async () => {
+        const s = new MemoryWalletStore({ ledgerEntries: 5 });
+        const billing = new BillingService({ store: s, clock: new ManualClock() });
+        await s.credit(T, 'topup', 'p1', 10_000, '', AT); // seq 1
+        await s.hold(T, 'old-open', 1_000, '', AT); // seq 2: stays open past its entry's drop
+        await s.hold(T, 'h1', 2_000, '', AT); // seq 3
+        await s.settle(T, 'h1', 500, '', AT); // seq 4, 5 (settle 500, release 1500)
+        await s.credit(T, 'adjustment', 'a1', -300, '', AT); // seq 6
+        await s.charge(T, 'c1', 700, '', AT); // seq 7, 8
+        await s.hold(T, 'h2', 100, '', AT); // seq 9
+        await s.release(T, 'h1-again', '', AT); // unknown: nothing written
+        await s.release(T, 'old-open', '', AT); // seq 10
+        await s.credit(T, 'topup', 'p2', 50, '', AT); // seq 11
+        const snap = await s.snapshot(T);
+        expect(snap.entries.map((e) => e.seq)).to.deep.equal([7, 8, 9, 10, 11]);
+        expect(snap.opening).to.deep.equal({ seq: 6, balance: 10_000 - 500 - 300, held: 1_000 });
+        expect(snap.wallet).to.include({ balance: 10_000 - 500 - 300 - 700 + 50, held: 100, seq: 11 });
+        expect(checkLedger(snap).violations).to.deep.equal([]);
+        expect((await billing.checkInvariant(T)).ok).to.equal(true);
+        // Pages reach back to the oldest entry kept, then end.
+        const page = await s.list(T, 3);
+        expect([page.entries.map((e) => e.seq), page.nextBeforeSeq]).to.deep.equal([[11, 10, 9], 9]);
+        const last = await s.list(T, 3, 9);
+        expect([last.entries.map((e) => e.seq), last.nextBeforeSeq]).to.deep.equal([[8, 7], null]);
+        expect((await s.list(T, 3, 4)).entries).to.deep.equal([]);
+        // Idempotency does not depend on the ledger: repeats are still recognised.
+        expect((await s.credit(T, 'topup', 'p1', 10_000, '', AT)).status).to.equal('duplicate');
+        expect((await s.settle(T, 'h1', 9, '', AT)).status).to.equal('duplicate');
+        expect(() => new MemoryWalletStore({ ledgerEntries: 0 })).to.throw(/ledgerEntries/);
+      });
+
+      it('forgets a closed hold closedHoldTtlMs after it closed; open holds and the ledger stay', async () => {
+        const clock = new ManualClock();
+        const s = new MemoryWalletStore({ closedHoldTtlMs: 60_000, clock });
+        await s.credit(T, 'topup', 'p', 10_000, '', AT);
+        await s.hold(T, 'done', 1_000, '', AT);
+        await s.hold(T, 'running', 1_000, '', AT);
+        await s.settle(T, 'done', 1_000, '', AT);
+        clock.advance(59_999);
+        await s.charge(T, 'later', 1, '', AT);
+        expect((await s.settle(T, 'done', 1_000, '', AT)).status).to.equal('duplicate');
+        clock.advance(1);
+        await s.charge(T, 'later2', 1, '', AT); // closing a hold forgets the ones due
+        expect((await s.settle(T, 'done', 1_000, '', AT)).status).to.equal('unknown');
+        const snap = await s.snapshot(T);
+        expect(snap.holds.map((h) => h.ref)).to.deep.equal(['running', 'later', 'later2']);
+        expect(snap.entries).to.have.length(1 + 1 + 1 + 1 + 2 + 2);
+        expect(checkLedger(snap).violations).to.deep.equal([]);
+        expect(() => new MemoryWalletStore({ closedHoldTtlMs: -1 })).to.throw(/closedHoldTtlMs/);
+      });
+
+      it('keeps at most ledgerEntries closed holds per wallet, forgetting the oldest (a charge per chat request is no bound otherwise)', async () => {
+        const s = new MemoryWalletStore({ ledgerEntries: 3, closedHoldTtlMs: 3_600_000 });
+        await s.credit(T, 'topup', 'p', 10_000, '', AT);
+        for (const ref of ['c1', 'c2', 'c3', 'c4']) await s.charge(T, ref, 1, '', AT);
+        expect((await s.charge(T, 'c1', 1, '', AT)).status).to.equal('closed'); // forgotten: charged as new
+        for (const ref of ['c3', 'c4']) expect((await s.charge(T, ref, 1, '', AT)).status).to.equal('duplicate');
+        expect((await s.get(T)).balance).to.equal(10_000 - 5);
+      });
+    });
+  }
 
   if (env.isRedis) {
     describe('redis specifics', () => {

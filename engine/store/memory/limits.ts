@@ -1,17 +1,16 @@
 // In-memory LimitsStore: every method reads and writes synchronously, so each is atomic.
-import type { Milli } from '../../billing/money.ts';
+import type { Milli } from '../../util/money.ts';
 import type { AcquireResult, LimitsStore, SpendReservation } from '../../limits/store.ts';
-import { OffHeapMap } from './off-heap-map.ts';
 
 interface SpendRef {
   amount: Milli;
   final: boolean;
 }
 
-/** One tenant's spend of one UTC day: the total, and each ref's reservation (off the heap: one per billed request). */
+/** One tenant's spend of one UTC day: the total, and each ref's reservation. */
 interface DaySpend {
   total: Milli;
-  refs: OffHeapMap<SpendRef>;
+  refs: Map<string, SpendRef>;
 }
 
 /** Days kept before today, so a late duplicate (or a settlement the day after its hold) is still recognised. */
@@ -95,7 +94,7 @@ export class MemoryLimitsStore implements LimitsStore {
     if (!days) this.spend.set(tenantId, (days = new Map()));
     let d = days.get(day);
     if (!d) {
-      days.set(day, (d = { total: 0, refs: new OffHeapMap() }));
+      days.set(day, (d = { total: 0, refs: new Map() }));
       // "YYYY-MM-DD" sorts as text.
       const cutoff = new Date(Date.parse(`${day}T00:00:00Z`) - RETAIN_DAYS * 86_400_000).toISOString().slice(0, 10);
       for (const old of days.keys()) if (old < cutoff) days.delete(old);

@@ -3,11 +3,10 @@
 // itself instead of a deep copy (copies were ~8% of a create's CPU), and cannot change it.
 // Finished tasks (terminal and finalized) are forgotten `finishedTtlMs` after they finished,
 // like the Redis adapter's TTL: a queue in finishing order, trimmed as tasks are created.
-import type { TaskStatus } from '../../descriptors/types.ts';
 import type { TaskStore } from '../../tasks/store.ts';
-import { TERMINAL, type TaskRecord } from '../../tasks/task.ts';
+import { TERMINAL, type TaskRecord, type TaskStatus } from '../../tasks/task.ts';
 import { systemClock, type Clock } from '../../util/clock.ts';
-import { ShardedMap } from './sharded-map.ts';
+import { ExpiryQueue } from './expiry-queue.ts';
 import { snapshot } from './snapshot.ts';
 
 export interface MemoryTaskStoreOptions {
@@ -17,24 +16,19 @@ export interface MemoryTaskStoreOptions {
 }
 
 export class MemoryTaskStore implements TaskStore {
-  private readonly tasks = new ShardedMap<Readonly<TaskRecord>>();
+  private readonly tasks = new Map<string, Readonly<TaskRecord>>();
   /** Ids of unsettled tasks, in creation order. */
   private readonly unsettled = new Set<string>();
-  private readonly finishedTtlMs: number;
-  private readonly clock: Clock;
-  /** Finished tasks in finishing order: [id, forget at]; `head` is the first not yet forgotten. */
-  private finished: [string, number][] = [];
-  private head = 0;
+  /** Finished tasks, in finishing order. */
+  private readonly finished: ExpiryQueue<string>;
 
   constructor(opts: MemoryTaskStoreOptions = {}) {
-    this.finishedTtlMs = opts.finishedTtlMs ?? 0;
-    if (!Number.isSafeInteger(this.finishedTtlMs) || this.finishedTtlMs < 0) throw new Error('finishedTtlMs must be a non-negative integer');
-    this.clock = opts.clock ?? systemClock;
+    this.finished = new ExpiryQueue(opts.finishedTtlMs ?? 0, opts.clock ?? systemClock, 'finishedTtlMs');
   }
 
   async create(task: TaskRecord): Promise<void> {
     if (this.tasks.has(task.id)) throw new Error(`task ${task.id} exists`);
-    this.forgetExpired();
+    this.finished.expire((id) => this.tasks.delete(id));
     this.tasks.set(task.id, snapshot(task));
     this.unsettled.add(task.id);
   }
@@ -48,9 +42,7 @@ export class MemoryTaskStore implements TaskStore {
     if (!t || !from.includes(t.status)) return undefined;
     const next = Object.freeze({ ...t, ...frozenCopy(patch) });
     this.tasks.set(id, next);
-    if (next.finalized === true && this.unsettled.delete(id) && this.finishedTtlMs > 0 && TERMINAL.has(next.status)) {
-      this.finished.push([id, this.clock.now() + this.finishedTtlMs]);
-    }
+    if (next.finalized === true && this.unsettled.delete(id) && TERMINAL.has(next.status)) this.finished.add(id);
     return next;
   }
 
@@ -74,17 +66,6 @@ export class MemoryTaskStore implements TaskStore {
     this.tasks.delete(id);
     this.unsettled.delete(id);
     return true;
-  }
-
-  private forgetExpired(): void {
-    const q = this.finished;
-    if (this.head === q.length) return;
-    const now = this.clock.now();
-    while (this.head < q.length && q[this.head]![1] <= now) this.tasks.delete(q[this.head++]![0]);
-    if (this.head > 1024 && this.head * 2 > q.length) {
-      this.finished = q.slice(this.head);
-      this.head = 0;
-    }
   }
 }
 

@@ -1,6 +1,13 @@
 // In-memory WalletStore. Each method does all its reads and writes synchronously, before its
 // first (and only) await point — the returned promise — so every method is atomic in one process.
 // Callers get copies, never the live records.
+// History is bounded, in plain Maps: each wallet keeps its newest `ledgerEntries` ledger entries
+// (older ones are folded into the wallet's opening state, so balance and held stay exact: they are
+// running sums), and closed holds are forgotten `closedHoldTtlMs` after they closed, like the
+// finished tasks they belong to, or sooner once the wallet has `ledgerEntries` of them (a chat
+// charge closes a hold per request: at hundreds of requests a second, a 30-day retention alone
+// would be no bound). A closed hold is needed only while its settle, release or charge may be
+// repeated (seconds to the sweep's grace), so forgetting the oldest is safe. The Redis adapter keeps the whole ledger (see redis/wallets.ts).
 import { prefixedId } from '../../util/ids.ts';
 import {
   applyLowBalance,
@@ -10,6 +17,7 @@ import {
   type HoldResult,
   type LedgerEntry,
   type LedgerKind,
+  type LedgerOpening,
   type LedgerPage,
   type LowBalanceDecision,
   type LowBalanceInput,
@@ -17,25 +25,47 @@ import {
   type WalletSnapshot,
   type WalletStore,
 } from '../../billing/store.ts';
-import type { Milli } from '../../billing/money.ts';
-import { JsonLog } from './json-log.ts';
-import { OffHeapMap } from './off-heap-map.ts';
+import type { Milli } from '../../util/money.ts';
+import { systemClock, type Clock } from '../../util/clock.ts';
 
-// Everything kept per request or per ref (ledger entries, closed holds, credit refs) lives off
-// the JS heap (see json-log.ts); only open holds, a few per running task, are heap objects.
+export interface MemoryWalletStoreOptions {
+  /** Ledger entries kept per wallet (the newest); default 10,000. */
+  ledgerEntries?: number;
+  /** Settled and released holds are forgotten this long after they closed; 0 (the default): kept. */
+  closedHoldTtlMs?: number;
+  clock?: Clock;
+}
+
+export const DEFAULT_LEDGER_ENTRIES = 10_000;
+
 interface WalletState {
   wallet: WalletRecord;
-  entries: JsonLog<LedgerEntry>;
+  /** The newest ledger entries, oldest first, from `entries[head]`. */
+  entries: LedgerEntry[];
+  head: number;
+  /** The wallet before the first entry kept (all zero until an entry is dropped). */
+  opening: LedgerOpening;
   /** Holds still open (amount >= 0), by ref. */
   open: Map<string, HoldRecord>;
-  /** Settled and released holds (charges included), by ref. */
-  closed: OffHeapMap<HoldRecord>;
+  /** Settled and released holds (charges included), by ref, in closing order, until forgotten. */
+  closed: Map<string, { hold: HoldRecord; forgetAt: number }>;
   /** `${kind}:${ref}` -> the credit entry, for idempotent top-ups and adjustments. */
-  credits: OffHeapMap<LedgerEntry>;
+  credits: Map<string, LedgerEntry>;
 }
 
 export class MemoryWalletStore implements WalletStore {
   private readonly wallets = new Map<string, WalletState>();
+  private readonly ledgerEntries: number;
+  private readonly closedHoldTtlMs: number;
+  private readonly clock: Clock;
+
+  constructor(opts: MemoryWalletStoreOptions = {}) {
+    this.ledgerEntries = opts.ledgerEntries ?? DEFAULT_LEDGER_ENTRIES;
+    if (!Number.isSafeInteger(this.ledgerEntries) || this.ledgerEntries < 1) throw new Error('ledgerEntries must be a positive integer');
+    this.closedHoldTtlMs = opts.closedHoldTtlMs ?? 0;
+    if (!Number.isSafeInteger(this.closedHoldTtlMs) || this.closedHoldTtlMs < 0) throw new Error('closedHoldTtlMs must be a non-negative integer');
+    this.clock = opts.clock ?? systemClock;
+  }
 
   async get(tenantId: string): Promise<WalletRecord> {
     return { ...this.state(tenantId).wallet };
@@ -44,7 +74,7 @@ export class MemoryWalletStore implements WalletStore {
   async credit(tenantId: string, kind: 'topup' | 'adjustment', ref: string, amount: Milli, note: string, at: string): Promise<CreditResult> {
     const s = this.state(tenantId);
     const first = s.credits.get(`${kind}:${ref}`);
-    if (first) return { status: 'duplicate', entry: first, wallet: { ...s.wallet } };
+    if (first) return { status: 'duplicate', entry: { ...first }, wallet: { ...s.wallet } };
     const entry = this.append(s, kind, amount, ref, note, at);
     s.credits.set(`${kind}:${ref}`, entry);
     s.wallet.balance += amount;
@@ -78,18 +108,19 @@ export class MemoryWalletStore implements WalletStore {
     this.append(s, 'hold', amount, ref, note, at);
     this.append(s, 'settle', amount, ref, note, at);
     const hold: HoldRecord = { ref, amount, state: 'settled', settled: amount, released: 0, at, charge: true };
-    s.closed.set(ref, hold); // stores a copy: the caller may have this object
+    this.remember(s, { ...hold }); // a copy: the caller may change this object
     s.wallet.balance -= amount;
     return { status: 'closed', hold, wallet: { ...s.wallet } };
   }
 
   async list(tenantId: string, limit: number, beforeSeq?: number): Promise<LedgerPage> {
-    const entries = this.state(tenantId).entries;
-    // entries[i].seq === i + 1, so the page is a slice.
-    const end = beforeSeq === undefined ? entries.length : Math.min(entries.length, Math.max(0, beforeSeq - 1));
-    const start = Math.max(0, end - limit);
-    const page = entries.slice(start, end).reverse();
-    return { entries: page, nextBeforeSeq: start > 0 ? start + 1 : null };
+    const s = this.state(tenantId);
+    // Seqs are consecutive: seq n is at entries[first + n], so a page is a slice.
+    const first = s.head - s.opening.seq - 1; // the index seq 0 would have
+    const end = beforeSeq === undefined ? s.entries.length : Math.min(s.entries.length, Math.max(s.head, first + beforeSeq));
+    const start = Math.max(s.head, end - limit);
+    const page = s.entries.slice(start, end).map((e) => ({ ...e })).reverse();
+    return { entries: page, nextBeforeSeq: start > s.head ? start - first : null };
   }
 
   async setThreshold(tenantId: string, threshold: Milli | null): Promise<WalletRecord> {
@@ -113,10 +144,14 @@ export class MemoryWalletStore implements WalletStore {
 
   async snapshot(tenantId: string): Promise<WalletSnapshot> {
     const s = this.state(tenantId);
-    const entries = s.entries.slice(0);
-    // Holds in the order they were taken: the order of their 'hold' entries in the ledger.
-    const holds = entries.filter((e) => e.kind === 'hold').map((e) => this.holdOf(s, e.ref)!);
-    return { wallet: { ...s.wallet }, entries, holds };
+    const entries = s.entries.slice(s.head).map((e) => ({ ...e }));
+    // Holds in the order they were taken: open holds taken before the first entry kept, then the
+    // order of the 'hold' entries kept (a closed hold may have been forgotten).
+    const kept = new Set(entries.filter((e) => e.kind === 'hold').map((e) => e.ref));
+    const older = [...s.open.values()].filter((h) => !kept.has(h.ref)).map((h) => ({ ...h }));
+    const holds = [...kept].map((ref) => this.holdOf(s, ref)).filter((h) => h !== undefined);
+    const opening = s.opening.seq > 0 ? { opening: { ...s.opening } } : {};
+    return { wallet: { ...s.wallet }, entries, holds: [...older, ...holds], ...opening };
   }
 
   /** Tenants with a wallet (for tests and audits). */
@@ -128,7 +163,7 @@ export class MemoryWalletStore implements WalletStore {
     const s = this.state(tenantId);
     const hold = s.open.get(ref);
     if (!hold) {
-      const closed = s.closed.get(ref);
+      const closed = s.closed.get(ref)?.hold;
       return closed ? { status: 'duplicate', hold: closed, wallet: { ...s.wallet } } : { status: 'unknown', wallet: { ...s.wallet } };
     }
     const settled = actual === null ? 0 : Math.min(Math.max(actual, 0), hold.amount);
@@ -139,23 +174,37 @@ export class MemoryWalletStore implements WalletStore {
     hold.settled = settled;
     hold.released = released;
     s.open.delete(ref);
-    s.closed.set(ref, hold); // stores a copy: the heap object is no longer held, the caller may have it
+    this.remember(s, hold);
     s.wallet.held -= hold.amount;
     s.wallet.balance -= settled;
-    return { status: 'closed', hold, wallet: { ...s.wallet } };
+    return { status: 'closed', hold: { ...hold }, wallet: { ...s.wallet } };
   }
 
-  /** A copy of the hold `ref`, open or closed. */
+  /** A copy of the hold `ref`, open or closed (until forgotten). */
   private holdOf(s: WalletState, ref: string): HoldRecord | undefined {
-    const open = s.open.get(ref);
-    return open ? { ...open } : s.closed.get(ref);
+    const hold = s.open.get(ref) ?? s.closed.get(ref)?.hold;
+    return hold && { ...hold };
+  }
+
+  /**
+   * Keeps a closed hold until the retention passes or the wallet has `ledgerEntries` newer ones;
+   * forgets, oldest first (a Map iterates in insertion order), those past either bound.
+   */
+  private remember(s: WalletState, hold: HoldRecord): void {
+    const now = this.clock.now();
+    for (const [ref, c] of s.closed) {
+      if (s.closed.size < this.ledgerEntries && (this.closedHoldTtlMs === 0 || c.forgetAt > now)) break;
+      s.closed.delete(ref);
+    }
+    s.closed.set(hold.ref, { hold, forgetAt: now + this.closedHoldTtlMs });
   }
 
   private append(s: WalletState, kind: LedgerKind, amount: Milli, ref: string, note: string, at: string): LedgerEntry {
     const seq = ++s.wallet.seq;
     const entry: LedgerEntry = { id: prefixedId('led_'), seq, at, kind, amount, ref, note };
     s.entries.push(entry);
-    return entry;
+    if (s.entries.length - s.head > this.ledgerEntries) dropOldest(s);
+    return { ...entry };
   }
 
   private state(tenantId: string): WalletState {
@@ -163,13 +212,34 @@ export class MemoryWalletStore implements WalletStore {
     if (!s) {
       s = {
         wallet: { tenantId, balance: 0, held: 0, threshold: null, alertState: 'NORMAL', lastAlertAt: null, seq: 0 },
-        entries: new JsonLog(),
+        entries: [],
+        head: 0,
+        opening: { seq: 0, balance: 0, held: 0 },
         open: new Map(),
-        closed: new OffHeapMap(),
-        credits: new OffHeapMap(),
+        closed: new Map(),
+        credits: new Map(),
       };
       this.wallets.set(tenantId, s);
     }
     return s;
+  }
+}
+
+/** Folds the oldest entry kept into the opening (its effect on balance and held, as in store.ts). */
+function dropOldest(s: WalletState): void {
+  const e = s.entries[s.head++]!;
+  const o = s.opening;
+  o.seq = e.seq;
+  if (e.kind === 'topup' || e.kind === 'adjustment') o.balance += e.amount;
+  else if (e.kind === 'hold') o.held += e.amount;
+  else if (e.kind === 'release') o.held -= e.amount;
+  else {
+    o.held -= e.amount;
+    o.balance -= e.amount;
+  }
+  // Drop the folded prefix once it is most of the array (amortised O(1) per entry).
+  if (s.head > 1024 && s.head * 2 > s.entries.length) {
+    s.entries = s.entries.slice(s.head);
+    s.head = 0;
   }
 }
