@@ -9,22 +9,23 @@ import { compileVendors, type AsyncRoutePlan, type VendorPlan } from './descript
 import { loadVendorDir } from './descriptors/load-descriptors.ts';
 import { EventBus } from './events/bus.ts';
 import { buildApp } from './http/app.ts';
-import { answerRefusals, refuseWithoutHost } from './http/client-error.ts';
+import { answerRefusals } from './http/client-error.ts';
+import { DataPlane } from './http/data-plane.ts';
+import { FrontDoor } from './http/front-door.ts';
 import type { JobScheduler } from './jobs/scheduler.ts';
 import { createLogger } from './log/logger.ts';
 import { createStores, type Role, type Stores } from './store/factory.ts';
-import { TaskFastLane } from './http/task-fast-lane.ts';
-import { ProxyGateway } from './proxy/proxy-gateway.ts';
+import { ProxyHandler } from './http/proxy-handler.ts';
 import { SandboxSimulator } from './sandbox/simulator.ts';
 import { resolveBillingConfig, type BillingConfigInput } from './billing/config.ts';
 import { LowBalanceMonitor } from './billing/low-balance.ts';
-import { creditsToMilli } from './billing/money.ts';
+import { creditsToMilli } from './util/money.ts';
 import { BilledTaskAccounting } from './billing/task-accounting.ts';
-import { BillingService } from './billing/wallet.ts';
+import { BillingService } from './billing/service.ts';
 import { mountAdminBillingRoutes, tenantBillingRouter } from './http/billing-routes.ts';
-import { IdempotencyService } from './idempotency/idempotency.ts';
+import { IdempotencyService } from './idempotency/service.ts';
 import type { LimitsConfigInput } from './limits/config.ts';
-import { LimitsService } from './limits/limits.ts';
+import { LimitsService } from './limits/service.ts';
 import { requireApiKey } from './http/auth.ts';
 import { mountAdminWebhookRoutes, webhookRouter } from './http/webhook-routes.ts';
 import { resolveWebhookConfig, type WebhookConfig } from './webhooks/config.ts';
@@ -35,7 +36,6 @@ import { hashKey, TenantService } from './tenants/service.ts';
 import { createUpstreamAgent } from './upstream/client.ts';
 import { createAjv } from './validation/ajv.ts';
 import { systemClock, type Clock } from './util/clock.ts';
-import { lowerV8ThreadPriority } from './util/thread-priority.ts';
 import { within } from './util/within.ts';
 
 /** The sandbox demo tenant: a fixed id, so its tasks survive restarts in Redis mode. */
@@ -67,8 +67,7 @@ export interface Gateway {
   readonly billing: BillingService;
   readonly webhooks: Webhooks;
   readonly limits: LimitsService;
-  readonly proxy: ProxyGateway;
-  readonly fastLane: TaskFastLane;
+  readonly proxy: ProxyHandler;
   readonly sandbox?: SandboxSimulator;
   /**
    * Stop accepting (/readyz answers 503), let in-flight requests, jobs and submissions finish
@@ -81,8 +80,6 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? createLogger(config.log.level);
   const role = opts.role ?? 'all';
-  // GC helper threads yield to the event loop (util/thread-priority.ts says why).
-  lowerV8ThreadPriority();
   const ajv = createAjv({ useDefaults: true });
   const loaded = loadVendorDir(config.vendors.dir, ajv, config.vendors.disabled);
 
@@ -164,8 +161,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   await bootstrapDemoTenant(config, tenants, billing, logger);
 
   const billingRoutes = { billing, limits, tenants, ajv };
-  // Proxied routes (chat completions, model lists): answered before express on their exact paths.
-  const proxy = new ProxyGateway(vendors, { tenants, logger, billing, limits });
+  // Proxied routes (chat completions, model lists), served by the data plane.
+  const proxy = new ProxyHandler(vendors, { tenants, logger, billing, limits });
   // Readiness (GET /readyz): not while draining, nor while the store or the job queue is away.
   let draining = false;
   const readiness = async (): Promise<GatewayError | undefined> => {
@@ -174,7 +171,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     return down.length ? dependencyUnavailable(down.join(' and ')) : undefined;
   };
   const app = buildApp({
-    logger, vendors, tenants, lifecycle, tasks, limits, idempotency, proxy, readiness,
+    logger, vendors, readiness,
     trustProxy: config.server.trust_proxy,
     admin: {
       token: config.admin.token, tenants, ajv,
@@ -185,8 +182,9 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     },
     tenantRouters: [tenantBillingRouter(billingRoutes), webhookRouter(webhooks, { auth: requireApiKey(tenants) })],
   });
-  // Async creates on their exact paths: answered before express too (engine/http/task-fast-lane.ts).
-  const fastLane = new TaskFastLane(vendors, { tenants, lifecycle, tasks, limits, idempotency, logger });
+  // Every request enters here: descriptor routes to the data plane, the rest to express.
+  const dataPlane = new DataPlane(vendors, { tenants, lifecycle, tasks, limits, idempotency, proxy });
+  const door = new FrontDoor({ logger, dataPlane, controlPlane: app });
   // Slow or idle senders are closed (408) once their headers, or their whole request, are late;
   // Node refuses a headers timeout above the request timeout, so it is capped there. The check
   // runs a few times per headers timeout (at most once a second) so the limits hold closely.
@@ -195,9 +193,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   const server = createServer({
     headersTimeout, requestTimeout, connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.round(headersTimeout / 5))),
     requireHostHeader: false, // refuseWithoutHost answers it with a problem body
-  }, (req, res) => {
-    if (!refuseWithoutHost(req, res, logger) && !proxy.tryHandle(req, res) && !fastLane.tryHandle(req, res)) app(req, res);
-  });
+  }, door.listener);
   server.keepAliveTimeout = 65_000; // longer than common load balancers' idle timeout
   answerRefusals(server, logger);
   let url = '';
@@ -244,7 +240,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       logger.info('gateway stopped');
     })());
 
-  return { url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, fastLane, sandbox, close };
+  return { url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, sandbox, close };
 }
 
 /** The demo tenant exists only while the sandbox is on; when it is off, it is disabled. */

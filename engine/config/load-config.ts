@@ -7,7 +7,7 @@
 import { statSync } from 'node:fs';
 import { resolve, dirname, isAbsolute } from 'node:path';
 import { resolveBillingConfig, type BillingConfigInput } from '../billing/config.ts';
-import { creditsToMilli, MoneyError } from '../billing/money.ts';
+import { creditsToMilli, MoneyError } from '../util/money.ts';
 import { ConfigValueError, type ConfigProblem } from '../errors/config-error.ts';
 import { LimitsConfig, type LimitsConfigInput } from '../limits/config.ts';
 import { createAjv, ajvProblems } from '../validation/ajv.ts';

@@ -5,8 +5,8 @@ import type { MediaRule } from '../media/checks.ts';
 import { SCHEMA_BASE } from '../validation/ajv.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import type { CompiledErrorRule } from '../upstream/failure.ts';
-import { compilePricing, PricingConfigError, type PricingBlock, type PricePlan } from '../billing/pricing.ts';
-import { ExprError, type CompiledExpr } from './expr.ts';
+import { compilePricing, PricingConfigError, type PricingBlock, type PricePlan } from './pricing.ts';
+import { ExprError, type CompiledExpr } from '../util/expr.ts';
 import type { VendorCompileContext } from './compile-context.ts';
 import type { RouteSpec, TaskStatus } from './types.ts';
 
@@ -26,7 +26,7 @@ export interface AsyncRoutePlan {
   readonly maxBodyBytes: number;
   /** Media checks of the request (engine/media/checks.ts). */
   readonly media: readonly MediaRule[];
-  /** The request may carry large Base64 images: its body is read after auth, large ones parsed in the media pool (engine/media/body.ts). */
+  /** The request may carry large Base64 images: its body is read after auth, large ones parsed in the media pool (engine/http/media-body.ts). */
   readonly mediaBody: boolean;
   readonly submit: {
     readonly method: string;

@@ -8,7 +8,7 @@ import { UpstreamClient } from '../upstream/client.ts';
 import type { CompiledErrorRule } from '../upstream/failure.ts';
 import { compileAsyncRoute, compileStatusRoute, type AsyncRoutePlan, type StatusRoutePlan } from './async-route.ts';
 import type { CompileContext, VendorCompileContext } from './compile-context.ts';
-import { compileExpr, ExprError, type CompiledExpr } from './expr.ts';
+import { compileExpr, ExprError, type CompiledExpr } from '../util/expr.ts';
 import type { LoadedVendor } from './load-descriptors.ts';
 import { compileProxyRoute, type ProxyRoutePlan } from './proxy-route.ts';
 import type { ErrorMapEntry } from './types.ts';

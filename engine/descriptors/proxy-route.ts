@@ -3,9 +3,9 @@
 // Everything the hot path needs is decided here, once: the validator, the upstream origin and
 // path, the fixed headers, getters for model and usage, token prices, list filters.
 import type { Dispatcher } from 'undici';
-import { ExprError } from './expr.ts';
-import { compileGetter, compileItemsWalker, globMatcher, topKey, type Getter } from '../proxy/json-path.ts';
-import { compileTokenPrices, type TokenPricer } from '../proxy/token-prices.ts';
+import { ExprError } from '../util/expr.ts';
+import { compileGetter, compileItemsWalker, globMatcher, topKey, type Getter } from './json-path.ts';
+import { compileTokenPrices, type TokenPricer } from './token-prices.ts';
 import type { AuthPlugin } from '../upstream/auth-schemes.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import type { CompiledErrorRule } from '../upstream/failure.ts';

@@ -1,5 +1,5 @@
 // The one typed error of the gateway. Every failure a client can see is a GatewayError carrying
-// a service code; engine/http/problem.ts renders it as RFC 9457. Nothing else reaches a client.
+// a service code; engine/http/answer.ts renders it as RFC 9457. Nothing else reaches a client.
 import { entryFor, type ErrorCode } from './catalogue.ts';
 
 /** One invalid input, as a JSON pointer into the request (or `/path/<name>` for path parameters). */

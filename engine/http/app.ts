@@ -1,22 +1,17 @@
-// Assembles the express app: trace → log → (route: body → auth → handler) → 405/404 → problems.
-// Routes come from compiled descriptors; nothing here knows any provider.
+// The control plane's express app: (route: body → auth → handler) → 404 → problems.
+// Health, the admin API, docs, webhook management and billing views; the descriptor routes are
+// the data plane's (./data-plane.ts). The front door (./front-door.ts) has set the trace on
+// res.locals.trace before a request gets here, and writes its access line (from res.locals.auth
+// and the matched route) when the answer is finished.
 import express, { type Express, type Router } from 'express';
 import type { Logger } from 'pino';
-import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
-import { accessLog } from './access-log.ts';
 import { adminRouter, type AdminDeps } from './admin-routes.ts';
-import { errorHandler } from './problem.ts';
+import { errorHandler } from './answer.ts';
 import { openapiRouter } from './openapi-routes.ts';
-import type { ProxyGateway } from '../proxy/proxy-gateway.ts';
-import { mountProxyRoutes } from './proxy-routes.ts';
-import { mountTaskRoutes, type TaskRouteDeps } from './task-routes.ts';
-import { traceMiddleware } from './traceparent.ts';
 import type { VendorPlan } from '../descriptors/compile.ts';
 
-export interface AppDeps extends TaskRouteDeps {
-  /** The proxy service of sync/stream routes (the server also calls it ahead of express). */
-  proxy: ProxyGateway;
+export interface AppDeps {
   logger: Logger;
   vendors: readonly VendorPlan[];
   admin: AdminDeps;
@@ -32,7 +27,6 @@ export function buildApp(deps: AppDeps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', deps.trustProxy);
-  app.use(traceMiddleware, accessLog(deps.logger));
 
   // Liveness: the process runs and serves HTTP; nothing else is checked (a dependency outage
   // must not get a healthy process restarted).
@@ -48,19 +42,9 @@ export function buildApp(deps: AppDeps): Express {
   });
   app.use('/admin/v1', adminRouter(deps.admin));
   app.use(openapiRouter(deps.vendors));
-  const methods = new Map<string, Set<string>>();
-  mountTaskRoutes(app, deps.vendors, deps, methods);
-  mountProxyRoutes(app, deps.vendors, deps, methods);
   for (const r of deps.tenantRouters ?? []) app.use(r);
 
-  // A known path with another method: 405 with Allow. Then anything else: 404.
-  for (const [path, allowed] of methods) {
-    const allow = [...allowed, ...(allowed.has('GET') ? ['HEAD'] : [])].join(', ');
-    app.all(path, (req) => {
-      const h = HTTP_ONLY.methodNotAllowed;
-      throw new GatewayError(h.code, `${req.method} is not allowed here; use ${allow}.`, { status: h.status, title: h.title, headers: { Allow: allow } });
-    });
-  }
+  // A descriptor path under another method never gets here (the data plane answers 405).
   app.use((req) => {
     throw new GatewayError(2005, `No route ${req.method} ${req.path}.`);
   });

@@ -4,17 +4,18 @@
 // exactly, as integer milli-credits.
 import express, { type Request, type Router } from 'express';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
-import { creditsToMilli, exactCredits, formatCredits, MoneyError } from '../billing/money.ts';
+import { creditsToMilli, exactCredits, formatCredits, MoneyError } from '../util/money.ts';
 import type { LedgerEntry } from '../billing/store.ts';
-import type { BillingService, WalletView } from '../billing/wallet.ts';
+import type { BillingService, WalletView } from '../billing/service.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { TenantLimitsInput } from '../limits/config.ts';
-import type { LimitsService } from '../limits/limits.ts';
+import type { LimitsService } from '../limits/service.ts';
 import type { TenantService } from '../tenants/service.ts';
 import { SCHEMA_BASE } from '../validation/ajv.ts';
 import { compileRequestValidator } from '../validation/request-validator.ts';
 import { requireApiKey } from './auth.ts';
-import { authOf, requireScope } from './context.ts';
+import { authOf } from './context.ts';
+import { requireScope } from '../tenants/auth-context.ts';
 
 export interface BillingRouteDeps {
   billing: BillingService;

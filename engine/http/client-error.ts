@@ -15,7 +15,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
-import { problemBody, writeProblem } from './problem.ts';
+import { problemBody, writeProblem } from './answer.ts';
 import { continueTrace } from './traceparent.ts';
 
 type ParserError = Error & { code?: string; reason?: string };

@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import express, { type Router } from 'express';
 import type { VendorPlan } from '../descriptors/compile.ts';
-import { buildOpenApi } from '../tooling/openapi.ts';
+import { buildOpenApi } from '../docs/openapi.ts';
 
 const ASSETS = ['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js', 'favicon-32x32.png', 'favicon-16x16.png'];
 

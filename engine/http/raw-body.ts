@@ -1,5 +1,6 @@
-// JSON request bodies, read from the node request: one policy for every JSON route (express
-// routes, the task fast lane, the chat proxy; the media reader applies the same checks) —
+// JSON request bodies, read from the node request: one policy for every JSON route (the data
+// plane's creates and proxy routes, express's admin and console routes; the media reader,
+// ./media-body.ts, applies the same checks) —
 // uncompressed UTF-8 JSON (415 otherwise), the route's size limit (413, from Content-Length
 // before a byte is read), 2001 when it does not parse or nests deeper than MAX_JSON_DEPTH.
 import type { IncomingMessage } from 'node:http';

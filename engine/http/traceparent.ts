@@ -1,6 +1,5 @@
 // W3C Trace Context: continue a valid incoming `traceparent` with a new span id (ours), else
 // start a new trace. The result is on every response, in every log line, and sent upstream.
-import type { NextFunction, Request, Response } from 'express';
 import { randomHex } from '../util/ids.ts';
 
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
@@ -16,15 +15,4 @@ export function continueTrace(incoming: string | undefined): Trace {
   const traceId = valid ? m[2]! : randomHex(16);
   const flags = valid ? m[4]! : '01';
   return { traceId, traceparent: `00-${traceId}-${randomHex(8)}-${flags}` };
-}
-
-export function traceMiddleware(req: Request, res: Response, next: NextFunction): void {
-  const trace = continueTrace(req.headers.traceparent as string | undefined);
-  res.locals.trace = trace;
-  res.setHeader('Traceparent', trace.traceparent);
-  next();
-}
-
-export function traceOf(res: Response): Trace {
-  return res.locals.trace as Trace;
 }

@@ -18,7 +18,8 @@
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { jsonBody } from './body.ts';
-import { authOf, requireScope } from './context.ts';
+import { authOf } from './context.ts';
+import { requireScope } from '../tenants/auth-context.ts';
 import type { WebhookEndpoints } from '../webhooks/endpoints.ts';
 import type { WebhookDeliveries } from '../webhooks/deliveries.ts';
 import type { PageRequest } from '../webhooks/store.ts';

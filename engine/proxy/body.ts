@@ -1,7 +1,7 @@
 // Request bodies of proxied routes: read raw (the exact bytes are what the upstream gets,
 // unless the gateway must change something), parsed once for validation, and rewritten only
 // when needed — without losing integers beyond 2^53 (a `seed` near 2^63 keeps its digits).
-import { setPath, type Getter } from './json-path.ts';
+import { setPath, type Getter } from '../descriptors/json-path.ts';
 
 type Reviver = (this: unknown, key: string, value: unknown, context?: { source?: string }) => unknown;
 

@@ -1,6 +1,6 @@
 // What the proxy needs from billing and limits, as small ports. BillingService and
 // LimitsService satisfy them as they are; the defaults do nothing (no billing, no limits).
-import type { Milli } from '../billing/money.ts';
+import type { Milli } from '../util/money.ts';
 
 export interface ProxyBilling {
   /** Refuse with GatewayError 1003 (402) unless the tenant has available credits. Called before the upstream. */

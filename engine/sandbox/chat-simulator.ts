@@ -13,7 +13,7 @@
 // Fixture text may use {{completion_id}}, {{model}}, {{prompt}} (first 200 characters),
 // {{now_s}}, {{prompt_tokens}}, {{completion_tokens}}, {{total_tokens}}.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { compileExpr, type CompiledExpr } from '../descriptors/expr.ts';
+import { compileExpr, type CompiledExpr } from '../util/expr.ts';
 import type { LoadedVendor } from '../descriptors/load-descriptors.ts';
 import type { Clock } from '../util/clock.ts';
 import { randomBase62 } from '../util/ids.ts';

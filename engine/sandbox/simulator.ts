@@ -16,7 +16,7 @@
 // is refused with HTTP 400 (the `rejected` fixture, with {{message}}, when the route has one).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { compileExpr, type CompiledExpr } from '../descriptors/expr.ts';
+import { compileExpr, type CompiledExpr } from '../util/expr.ts';
 import { fillFixture, fixtureVars } from './fixtures.ts';
 import type { LoadedVendor } from '../descriptors/load-descriptors.ts';
 import { ChatSimulator } from './chat-simulator.ts';

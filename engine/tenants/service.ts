@@ -2,7 +2,7 @@
 // every request looks the key up), and authenticating a bearer header into an AuthContext.
 import { hash } from 'node:crypto';
 import { GatewayError } from '../errors/gateway-error.ts';
-import type { AuthContext } from '../http/context.ts';
+import type { AuthContext } from './auth-context.ts';
 import { isoNow, type Clock } from '../util/clock.ts';
 import { newUuid, prefixedId, randomBase62 } from '../util/ids.ts';
 import type { TenantLimitsInput } from '../limits/config.ts';

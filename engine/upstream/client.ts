@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { AuthPlugin } from './auth-schemes.ts';
 import { UpstreamFailure, type UpstreamStage } from './failure.ts';
+import { classifyNetworkError } from './network-error.ts';
 
 export interface UpstreamResponse {
   status: number;
@@ -106,13 +107,4 @@ async function readLimited(body: Dispatcher.ResponseData['body'], limit: number)
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
-}
-
-function classifyNetworkError(err: unknown, stage: UpstreamStage): UpstreamFailure {
-  if (err instanceof UpstreamFailure) return err;
-  const code = (err as { code?: string }).code ?? '';
-  if ((err as { name?: string }).name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT') {
-    return new UpstreamFailure(3004, `The provider did not answer the ${stage} request in time.`, stage);
-  }
-  return new UpstreamFailure(3001, `The provider could not be reached (${code || 'connection failed'}).`, stage);
 }

@@ -2,7 +2,7 @@
 // Descriptors may override the mapping with `errors:` entries (first match wins), evaluated on
 // {stage, http_status, body}; what no entry matches falls to the defaults below.
 import { GatewayError } from '../errors/gateway-error.ts';
-import type { CompiledExpr } from '../descriptors/expr.ts';
+import type { CompiledExpr } from '../util/expr.ts';
 
 /** `cancel` is the best-effort cancel request (TaskLifecycle.cancelUpstream): logged, never mapped onto a task error. */
 export type UpstreamStage = 'submit' | 'poll' | 'task' | 'cancel';

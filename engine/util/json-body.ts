@@ -1,5 +1,5 @@
-// Parsing a client's JSON request body: the one function every body reader ends in (the express
-// routes, the task fast lane and the chat proxy through http/raw-body.ts; the media routes on the
+// Parsing a client's JSON request body: the one function every body reader ends in (the data
+// plane's and express's JSON routes through http/raw-body.ts; the media routes on the
 // main thread or in the media pool, media/pool.ts and media/worker.ts).
 //
 // JSON.parse itself copes with any nesting, but what runs on the result afterwards may recurse

@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BillingService } from '../../engine/billing/wallet.ts';
+import { BillingService } from '../../engine/billing/service.ts';
 import { RedisWalletStore } from '../../engine/store/redis/index.ts';
 import { startRedis } from '../helpers/redis.ts';
 import { call } from '../helpers/gateway.ts';

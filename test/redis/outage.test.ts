@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { BillingService } from '../../engine/billing/wallet.ts';
+import { BillingService } from '../../engine/billing/service.ts';
 import type { Gateway } from '../../engine/gateway.ts';
 import { BullJobScheduler } from '../../engine/jobs/bullmq-scheduler.ts';
 import { failFastRedis } from '../../engine/store/redis/client.ts';

@@ -1,11 +1,7 @@
-// Error answers of proxied routes, on a plain node response. The body is the gateway's RFC 9457
-// problem (error_code, type, instance, trace_id, errors) plus one extension member, `error`,
-// in the shape OpenAI-compatible clients read ({message, type, param, code}): the official
-// SDKs raise their typed errors with a readable message from it. When the upstream gave its
-// own error object, that object (sanitised) is the `error` member.
-import type { ServerResponse } from 'node:http';
+// The error object OpenAI-compatible clients read ({message, type, param, code}): the
+// upstream's own (sanitised), or one made from a GatewayError. It rides in problem bodies
+// (engine/http/proxy-problem.ts) and in the error event that ends a broken stream.
 import type { GatewayError } from '../errors/gateway-error.ts';
-import { problemBody } from '../http/problem.ts';
 
 export interface ClientErrorObject {
   message: string;
@@ -49,19 +45,4 @@ export function errorObjectFor(err: GatewayError): ClientErrorObject {
     param: pointer ? pointer.slice(1).replace(/\//g, '.') : null,
     code: String(err.code),
   };
-}
-
-export function sendProxyProblem(
-  res: ServerResponse,
-  err: GatewayError,
-  instance: string,
-  traceId: string | undefined,
-  extraHeaders: Record<string, string>,
-  upstreamError?: ClientErrorObject,
-): void {
-  const body = problemBody(err, instance, traceId);
-  body.error = upstreamError ?? errorObjectFor(err);
-  const text = JSON.stringify(body);
-  const headers: Record<string, string | number> = { ...extraHeaders, ...err.headers, 'content-type': 'application/problem+json', 'content-length': Buffer.byteLength(text) };
-  res.writeHead(err.status, headers).end(text);
 }

@@ -1,28 +1,24 @@
 // The request-body reader of routes with `request.media`: the checks of every JSON route
-// (engine/http/raw-body.ts: 415, 413 from Content-Length before a byte is read) — but a large
-// body is parsed, and its large media checked, in the media pool, so a burst of big uploads
-// does not stall the event loop (see pool.ts, blobs.ts).
-// The blob tokens the request holds are left on res.locals.mediaTokens.
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { hasBody, refusedJson, refuseUnlessJson, tooLarge } from '../http/raw-body.ts';
+// (./raw-body.ts: 415, 413 from Content-Length before a byte is read) — but a large body is
+// parsed, and its large media checked, in the media pool (engine/media/pool.ts), so a burst of
+// big uploads does not stall the event loop (see engine/media/blobs.ts).
+import type { IncomingMessage } from 'node:http';
+import { hasBody, refusedJson, refuseUnlessJson, tooLarge } from './raw-body.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { JsonBodyError } from '../util/json-body.ts';
-import type { MediaRule } from './checks.ts';
-import { acquireBodyBuffer } from './buffers.ts';
-import { mediaOptions, parseMediaBody } from './pool.ts';
+import type { MediaRule } from '../media/checks.ts';
+import { acquireBodyBuffer } from '../media/buffers.ts';
+import { mediaOptions, parseMediaBody } from '../media/pool.ts';
 
 /** Small bodies are read at full speed; past this, one chunk per event-loop turn. */
 const YIELD_AFTER_BYTES = 256 * 1024;
 
-export function mediaJsonBody(limitBytes: number, rules: readonly MediaRule[]): RequestHandler {
-  return (req: Request, res: Response, next: NextFunction) => {
-    readMediaBody(req, res, limitBytes, rules).then(() => next(), next);
-  };
-}
-
-/** Read and parse the body into req.body (undefined when there is none). */
-export async function readMediaBody(req: Request, res: Response, limit: number, rules: readonly MediaRule[]): Promise<void> {
-  if (!hasBody(req)) return;
+/**
+ * The parsed body (undefined when there is none) and the media blob tokens it holds: the caller
+ * releases them unless a task takes them over.
+ */
+export async function readMediaBody(req: IncomingMessage, limit: number, rules: readonly MediaRule[]): Promise<{ body: unknown; tokens: string[] } | undefined> {
+  if (!hasBody(req)) return undefined;
   refuseUnlessJson(req, limit);
   const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
   // With a Content-Length, chunks go straight into one buffer of that size (no large concat).
@@ -59,11 +55,9 @@ export async function readMediaBody(req: Request, res: Response, limit: number, 
     req.once('aborted', () => fail(undefined));
   });
   if (declared !== undefined && length !== declared) throw new GatewayError(2000, 'The request body ended before its Content-Length.');
-  if (length === 0) return;
+  if (length === 0) return undefined;
   try {
-    const parsed = await parseMediaBody(buf, length, rules);
-    req.body = parsed.body;
-    res.locals.mediaTokens = parsed.tokens;
+    return await parseMediaBody(buf, length, rules);
   } catch (err) {
     if (err instanceof JsonBodyError) throw refusedJson(err);
     throw err;

@@ -1,6 +1,7 @@
-// The one place that renders errors: RFC 9457 `application/problem+json` with the service
-// code (`error_code`, and `type` ending in `#<code>`), the occurrence (`instance`, `trace_id`)
-// and the JSON pointers of invalid fields. No stack trace or upstream body reaches a client.
+// The answers of every route: JSON successes (writeJson) and the one renderer of errors, RFC
+// 9457 `application/problem+json` with the service code (`error_code`, and `type` ending in
+// `#<code>`), the occurrence (`instance`, `trace_id`) and the JSON pointers of invalid fields.
+// No stack trace or upstream body reaches a client.
 import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
@@ -30,7 +31,7 @@ export function sendProblem(res: Response, err: GatewayError): void {
   writeProblem(res, err, res.req.originalUrl.split('?')[0]!, trace?.traceId);
 }
 
-/** A problem answer on any node response (express's, or the fast lane's raw one). */
+/** A problem answer on any node response (the data plane's raw one, or express's). */
 export function writeProblem(res: ServerResponse, err: GatewayError, instance: string, traceId: string | undefined): void {
   writeJson(res, err.status, problemBody(err, instance, traceId), { ...err.headers, 'content-type': 'application/problem+json' });
 }
@@ -57,16 +58,19 @@ export function writeJson(res: ServerResponse, status: number, body: unknown, he
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers, 'content-length': Buffer.byteLength(text) }).end(text);
 }
 
+/** A request path that is not valid percent-encoding (both routers refuse it). */
+export function malformedPath(): GatewayError {
+  return new GatewayError(2001, 'The request path is not valid percent-encoding.', { errors: [{ pointer: '', detail: 'malformed percent-encoding in the path' }] });
+}
+
 /**
- * Errors are GatewayErrors by the time they reach a handler, but for the router's own: a path
- * parameter that is not valid percent-encoding is a 400 there (2001 here). Anything else is a
- * bug: 4002, logged.
+ * Errors are GatewayErrors by the time they reach a handler, but for express's router's own: a
+ * path parameter that is not valid percent-encoding is a 400 there (2001 here). Anything else
+ * is a bug: 4002, logged.
  */
 export function toGatewayError(err: unknown, logger: Logger): GatewayError {
   if (err instanceof GatewayError) return err;
-  if ((err as { status?: unknown }).status === 400 && err instanceof URIError) {
-    return new GatewayError(2001, 'The request path is not valid percent-encoding.', { errors: [{ pointer: '', detail: 'malformed percent-encoding in the path' }] });
-  }
+  if ((err as { status?: unknown }).status === 400 && err instanceof URIError) return malformedPath();
   logger.error({ err }, 'unhandled error');
   return new GatewayError(4002, 'An internal operation failed. Quote the trace id when reporting it.');
 }

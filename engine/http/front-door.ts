@@ -1,0 +1,98 @@
+// The one door every HTTP request enters. It continues (or starts) the trace, then hands the
+// request to the data plane (the descriptor routes, ./data-plane.ts) or, for any other path, to
+// the control plane (express: admin API, webhook management, billing views, docs, health;
+// ./app.ts). It writes every request's access line (./access-log.ts) and renders the data
+// plane's errors as problems (./answer.ts; express's error handler uses the same functions).
+// Parser-level refusals never reach here (./client-error.ts answers them on the server).
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import { GatewayError } from '../errors/gateway-error.ts';
+import { accessLogger } from '../log/logger.ts';
+import { logRequest } from './access-log.ts';
+import { toGatewayError, writeProblem, writeTaskInfoValidationError } from './answer.ts';
+import { refuseWithoutHost } from './client-error.ts';
+import type { DataPlane, Match } from './data-plane.ts';
+import { continueTrace, type Trace } from './traceparent.ts';
+import type { Visit } from './visit.ts';
+
+/** What express's handlers find on res.locals: the trace, and the caller once authenticated. */
+interface ExpressLocals {
+  trace: Trace;
+  auth?: { tenantId: string };
+}
+
+export interface FrontDoorDeps {
+  logger: Logger;
+  dataPlane: DataPlane;
+  /** The express app of the control plane; it finds the trace on res.locals.trace. */
+  controlPlane: (req: IncomingMessage, res: ServerResponse) => void;
+}
+
+export class FrontDoor {
+  private readonly logger: Logger;
+  /**
+   * The per-request access line. Its fields are fixed and never hold a secret, so it skips the
+   * root logger's wildcard redaction (~15 µs a line) and redacts top-level names only.
+   */
+  readonly accessLog: Logger;
+  private readonly dataPlane: DataPlane;
+  private readonly controlPlane: FrontDoorDeps['controlPlane'];
+
+  constructor(deps: FrontDoorDeps) {
+    this.logger = deps.logger;
+    this.accessLog = accessLogger(deps.logger);
+    this.dataPlane = deps.dataPlane;
+    this.controlPlane = deps.controlPlane;
+  }
+
+  /** The server's request listener. */
+  readonly listener: RequestListener = (req, res) => {
+    const t0 = performance.now();
+    if (refuseWithoutHost(req, res, this.logger)) return;
+    const trace = continueTrace(req.headers.traceparent as string | undefined);
+    res.setHeader('Traceparent', trace.traceparent);
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    const match = this.dataPlane.match(req.method ?? 'GET', path);
+    if (!match) {
+      const locals: ExpressLocals = { trace };
+      (res as ServerResponse & { locals?: ExpressLocals }).locals = locals;
+      res.once('finish', () => {
+        const route = (req as IncomingMessage & { route?: { path?: string } }).route?.path;
+        this.log(req, res, { trace, t0, path, route, tenantId: locals.auth?.tenantId });
+      });
+      this.controlPlane(req, res);
+      return;
+    }
+    void this.serve(req, res, { trace, t0, path }, match);
+  };
+
+  /** A data-plane request, answered (a problem when its handler throws) and logged. */
+  private async serve(req: IncomingMessage, res: ServerResponse, visit: Visit, match: Match): Promise<void> {
+    try {
+      if ('error' in match) {
+        req.resume();
+        throw match.error;
+      }
+      await this.dataPlane.serve(req, res, visit, match.entry, match.params);
+    } catch (err) {
+      this.refuse(res, visit, err);
+    }
+    this.log(req, res, visit);
+  }
+
+  private refuse(res: ServerResponse, visit: Visit, err: unknown): void {
+    const e = toGatewayError(err, this.logger);
+    if (res.headersSent) res.destroy();
+    else if (res.destroyed) return;
+    else if (visit.taskInfoErrors && e.status === 400 && err instanceof GatewayError) writeTaskInfoValidationError(res, e, visit.trace.traceId);
+    else writeProblem(res, e, visit.path, visit.trace.traceId);
+  }
+
+  private log(req: IncomingMessage, res: ServerResponse, visit: Visit): void {
+    if (visit.logged) return;
+    logRequest(this.accessLog, { traceId: visit.trace.traceId, method: req.method, route: visit.route, path: visit.path, status: res.statusCode, latencyMs: performance.now() - visit.t0, tenantId: visit.tenantId });
+  }
+}

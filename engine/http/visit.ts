@@ -1,0 +1,18 @@
+// One request's trip through the front door: what the door's answer and its access line need
+// to know about it, filled in by the handler as it learns it.
+import type { Trace } from './traceparent.ts';
+
+export interface Visit {
+  readonly trace: Trace;
+  /** performance.now() when the request came in. */
+  readonly t0: number;
+  /** The request path without its query. */
+  readonly path: string;
+  /** The route key of the descriptor route serving it. */
+  route?: string;
+  tenantId?: string;
+  /** A refused create of a route like video model A: a 400 answers with a task_info-shaped body. */
+  taskInfoErrors?: boolean;
+  /** The handler writes its own (richer) access line (the proxy exchange). */
+  logged?: boolean;
+}

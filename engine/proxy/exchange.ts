@@ -1,0 +1,138 @@
+// One upstream call of a proxied route, as undici's raw dispatch handler (no stream objects on
+// the hot path): it sends the body, buffers a JSON answer whole, or relays a 2xx event stream to
+// its sink chunk by chunk as it arrives (reading the usage event as it passes, ./sse-tap.ts),
+// with the client's back-pressure; then it says how the call ended. It knows no HTTP server:
+// the client side is the StreamSink (engine/http/proxy-handler.ts).
+import type { IncomingHttpHeaders } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Dispatcher } from 'undici';
+import type { ProxyRoutePlan } from '../descriptors/proxy-route.ts';
+import { UpstreamFailure } from '../upstream/failure.ts';
+import { classifyNetworkError } from '../upstream/network-error.ts';
+import { SseTap } from './sse-tap.ts';
+
+const MAX_JSON_ANSWER = 64 * 1024 * 1024;
+
+/** Where a 2xx event stream goes, as it arrives. */
+export interface StreamSink {
+  /** The stream begins: its head goes to the client now. */
+  startStream(status: number, headers: IncomingHttpHeaders): void;
+  /** One chunk, as it arrived; false when the client's buffer is full (then whenDrained). */
+  writeStream(chunk: Buffer): boolean;
+  /** Call `resume` once the client's buffer has drained. */
+  whenDrained(resume: () => void): void;
+}
+
+/** How an exchange ended. `tap` is there when a stream had begun (its head is out). */
+export type ExchangeEnd =
+  /** A non-stream answer, whole (any status). */
+  | { kind: 'answer'; status: number; headers: IncomingHttpHeaders; body: Buffer }
+  /** The stream ended cleanly. */
+  | { kind: 'stream'; tap: SseTap }
+  /** No (more) answer: network, timeout, an answer too large. */
+  | { kind: 'failed'; failure: UpstreamFailure; tap?: SseTap }
+  /** The client left (abort()) before the end. */
+  | { kind: 'aborted'; tap?: SseTap };
+
+export class UpstreamExchange implements Dispatcher.DispatchHandler {
+  /** performance.now() when the request went upstream, and when the upstream's head came back (0 until then). */
+  tDispatch = 0;
+  tHeaders = 0;
+  private readonly route: ProxyRoutePlan;
+  private readonly sink: StreamSink;
+  private controller: Dispatcher.DispatchController | undefined;
+  private tap: SseTap | undefined;
+  private status = 0;
+  private headers: IncomingHttpHeaders = {};
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private gone = false;
+  private ended: ((end: ExchangeEnd) => void) | undefined;
+
+  constructor(route: ProxyRoutePlan, sink: StreamSink) {
+    this.route = route;
+    this.sink = sink;
+  }
+
+  /** Send the request body upstream; resolves once the exchange is over, however it ended. */
+  async send(body: Buffer, streaming: boolean, traceparent: string): Promise<ExchangeEnd> {
+    const up = this.route.upstream;
+    const authHeaders = up.auth.headers();
+    const headers: Record<string, string> = {
+      ...up.headers,
+      ...(authHeaders instanceof Promise ? await authHeaders : authHeaders),
+      'content-type': 'application/json',
+      accept: streaming ? 'text/event-stream' : 'application/json',
+      traceparent,
+    };
+    const end = new Promise<ExchangeEnd>((resolve) => (this.ended = resolve));
+    this.tDispatch = performance.now();
+    up.dispatcher.dispatch(
+      { origin: up.origin, path: up.path, method: this.route.method, headers, body, headersTimeout: up.timeoutMs, bodyTimeout: up.timeoutMs, idempotent: false },
+      this,
+    );
+    return end;
+  }
+
+  /** The client left: the upstream request is cut (the exchange then ends as `aborted`). */
+  abort(): void {
+    this.gone = true;
+    if (this.controller && this.ended) this.controller.abort(new Error('the client closed the connection'));
+  }
+
+  private end(end: ExchangeEnd): void {
+    const resolve = this.ended;
+    this.ended = undefined;
+    resolve?.(end);
+  }
+
+  private readonly resume = (): void => this.controller?.resume();
+
+  // ---- undici dispatch handler -------------------------------------------------------
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.gone) controller.abort(new Error('the client closed the connection'));
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    this.tHeaders = performance.now();
+    this.status = statusCode;
+    this.headers = headers;
+    const type = headers['content-type'];
+    if (statusCode >= 200 && statusCode < 300 && typeof type === 'string' && type.startsWith('text/event-stream')) {
+      this.tap = new SseTap(this.route.usage?.key ?? 'usage');
+      this.sink.startStream(statusCode, headers);
+    }
+    if (this.gone) controller.abort(new Error('the client closed the connection'));
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.tap) {
+      this.tap.feed(chunk);
+      if (!this.sink.writeStream(chunk) && !controller.paused) {
+        controller.pause();
+        this.sink.whenDrained(this.resume);
+      }
+      return;
+    }
+    this.size += chunk.length;
+    if (this.size > MAX_JSON_ANSWER) {
+      controller.abort(new UpstreamFailure(3003, 'The provider answer is too large.', 'submit'));
+      return;
+    }
+    this.chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.tap) return this.end({ kind: 'stream', tap: this.tap });
+    const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size);
+    this.chunks = [];
+    this.end({ kind: 'answer', status: this.status, headers: this.headers, body });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    if (this.gone) return this.end({ kind: 'aborted', tap: this.tap });
+    this.end({ kind: 'failed', failure: classifyNetworkError(err, 'submit'), tap: this.tap });
+  }
+}

@@ -1,0 +1,57 @@
+// What a proxied completion used, in billing terms: the token counts the upstream reported (or
+// an estimate when it reported none), and the charge they make at the route's token prices.
+import type { ProxyRoutePlan } from '../descriptors/proxy-route.ts';
+import type { ModelPrice, TokenUsage } from '../descriptors/token-prices.ts';
+import type { Milli } from '../util/money.ts';
+import { inlineBytes } from './body.ts';
+
+/** The usage an answer (a JSON body, or a stream's usage event) reports; undefined when it reports none. */
+export function reportedUsage(route: ProxyRoutePlan, answer: unknown): TokenUsage | undefined {
+  const u = route.usage;
+  if (!u || answer === undefined) return undefined;
+  const input = u.input(answer);
+  const output = u.output(answer);
+  if (typeof input !== 'number' || typeof output !== 'number') return undefined;
+  const cached = u.cachedInput?.(answer);
+  return { input: count(input), output: count(output), cachedInput: typeof cached === 'number' ? count(cached) : 0, estimated: false };
+}
+
+/** The upstream's completion id (`id`), for the charge's note. */
+export function completionIdOf(answer: unknown): string | undefined {
+  const id = (answer as { id?: unknown } | null | undefined)?.id;
+  return typeof id === 'string' ? id : undefined;
+}
+
+/**
+ * No usage reported (a stream cut short, an upstream that does not report it): input ≈ a
+ * quarter of the request's text characters (inline media left out), output ≈ `outputTokens`
+ * (one per relayed stream event, or a quarter of a JSON answer's bytes).
+ */
+export function estimatedUsage(request: unknown, outputTokens: number): TokenUsage {
+  let chars = 0;
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') chars += inlineBytes(v) > 1024 ? 0 : v.length;
+    else if (Array.isArray(v)) v.forEach(walk);
+    else if (v !== null && typeof v === 'object') Object.values(v).forEach(walk);
+  };
+  walk(request);
+  return { input: Math.ceil(chars / 4), output: outputTokens, cachedInput: 0, estimated: true };
+}
+
+export interface UsageCharge {
+  /** Once per completion: the route and the request's trace and span ids. */
+  ref: string;
+  milli: Milli;
+  note: string;
+}
+
+/** The post-paid charge of one completion (ProxyBilling.charge takes it). */
+export function usageCharge(route: ProxyRoutePlan, price: ModelPrice, model: string | undefined, u: TokenUsage, completionId: string | undefined, traceparent: string): UsageCharge {
+  return {
+    ref: `${route.key}:${traceparent.slice(3, 52)}`,
+    milli: route.pricer!.cost(price, u),
+    note: `${model} ${u.input} in (${u.cachedInput} cached) ${u.output} out${u.estimated ? ' (estimated)' : ''}${completionId ? ` ${completionId}` : ''}`,
+  };
+}
+
+const count = (n: number): number => (Number.isFinite(n) && n > 0 ? Math.floor(n) : 0);

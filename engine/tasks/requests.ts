@@ -1,0 +1,61 @@
+// What a tenant asks of the async routes, after the HTTP edge has read the request and
+// authenticated the caller: create a task (idempotently) and read one back. The HTTP handlers
+// (engine/http/data-plane.ts) only translate between these and the wire.
+import type { AsyncRoutePlan } from '../descriptors/compile.ts';
+import { GatewayError } from '../errors/gateway-error.ts';
+import type { IdempotencyService } from '../idempotency/service.ts';
+import type { StoredResponse } from '../idempotency/store.ts';
+import type { AuthContext } from '../tenants/auth-context.ts';
+import { isUuid } from '../util/ids.ts';
+import type { TaskLifecycle } from './lifecycle.ts';
+import type { TaskStore } from './store.ts';
+import { taskInfo, taskResponse, type TaskRecord } from './task.ts';
+
+export interface TaskRequestDeps {
+  lifecycle: TaskLifecycle;
+  tasks: TaskStore;
+  idempotency: IdempotencyService;
+}
+
+/**
+ * A create after authentication and limits: a retried create with the same Idempotency-Key
+ * replays the first answer (one task, one hold); otherwise validate, then hand the task to the
+ * lifecycle. `onCreated` runs when this call created a task (it then owns the request's media).
+ */
+export async function createTask(
+  route: AsyncRoutePlan,
+  deps: TaskRequestDeps,
+  auth: AuthContext,
+  body: unknown,
+  idempotencyKey: string | undefined,
+  traceparent: string,
+  onCreated?: () => void,
+): Promise<StoredResponse> {
+  let task: TaskRecord | undefined;
+  const { response } = await deps.idempotency.run(
+    { tenantId: auth.tenantId, key: idempotencyKey, method: 'POST', path: route.path, body },
+    async () => {
+      const request = await route.validate(body);
+      task = await deps.lifecycle.create(route, auth.tenantId, request, traceparent);
+      return { status: route.successStatus, headers: {}, body: { task_info: taskInfo(task) } };
+    },
+    // The task was created but its answer could not be recorded (the store went away): the
+    // client gets an error, so the task must not run.
+    () => task && deps.lifecycle.withdraw(task),
+  );
+  if (task) onCreated?.();
+  return response;
+}
+
+/**
+ * The answer of GET <path>/{task_id}: the caller's own task, created on one of `routes`.
+ * Another tenant's task, or one created on another route, does not exist for this caller.
+ */
+export async function readTask(deps: TaskRequestDeps, auth: AuthContext, routes: ReadonlySet<string>, id: string): Promise<unknown> {
+  if (!isUuid(id)) {
+    throw new GatewayError(2001, `task_id must be a UUID; got ${JSON.stringify(id.slice(0, 64))}.`, { errors: [{ pointer: '/task_id', detail: 'must be a UUID' }] });
+  }
+  const task = await deps.tasks.get(id);
+  if (!task || task.tenant_id !== auth.tenantId || !routes.has(task.route)) throw new GatewayError(2005, `No task ${id}.`);
+  return taskResponse(task);
+}
