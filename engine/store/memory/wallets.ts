@@ -48,7 +48,15 @@ interface WalletState {
   /** Holds still open (amount >= 0), by ref. */
   open: Map<string, HoldRecord>;
   /** Settled and released holds (charges included), by ref, in closing order, until forgotten. */
-  closed: Map<string, { hold: HoldRecord; forgetAt: number }>;
+  closed: Map<string, HoldRecord>;
+  /**
+   * [ref, forget at] of `closed`, oldest first, from `closedHead`: the order to forget them in.
+   * An array read from a moving head rather than the Map's own order: a Map whose oldest keys are
+   * deleted over and over keeps their holes until it is rehashed, and iterating it from the start
+   * walks them all.
+   */
+  closedOrder: [string, number][];
+  closedHead: number;
   /** `${kind}:${ref}` -> the credit entry, for idempotent top-ups and adjustments. */
   credits: Map<string, LedgerEntry>;
 }
@@ -163,7 +171,7 @@ export class MemoryWalletStore implements WalletStore {
     const s = this.state(tenantId);
     const hold = s.open.get(ref);
     if (!hold) {
-      const closed = s.closed.get(ref)?.hold;
+      const closed = s.closed.get(ref);
       return closed ? { status: 'duplicate', hold: closed, wallet: { ...s.wallet } } : { status: 'unknown', wallet: { ...s.wallet } };
     }
     const settled = actual === null ? 0 : Math.min(Math.max(actual, 0), hold.amount);
@@ -182,21 +190,30 @@ export class MemoryWalletStore implements WalletStore {
 
   /** A copy of the hold `ref`, open or closed (until forgotten). */
   private holdOf(s: WalletState, ref: string): HoldRecord | undefined {
-    const hold = s.open.get(ref) ?? s.closed.get(ref)?.hold;
+    const hold = s.open.get(ref) ?? s.closed.get(ref);
     return hold && { ...hold };
   }
 
   /**
    * Keeps a closed hold until the retention passes or the wallet has `ledgerEntries` newer ones;
-   * forgets, oldest first (a Map iterates in insertion order), those past either bound.
+   * forgets, oldest first, those past either bound.
    */
   private remember(s: WalletState, hold: HoldRecord): void {
     const now = this.clock.now();
-    for (const [ref, c] of s.closed) {
-      if (s.closed.size < this.ledgerEntries && (this.closedHoldTtlMs === 0 || c.forgetAt > now)) break;
+    const order = s.closedOrder;
+    while (s.closedHead < order.length) {
+      const [ref, forgetAt] = order[s.closedHead]!;
+      if (s.closed.size < this.ledgerEntries && (this.closedHoldTtlMs === 0 || forgetAt > now)) break;
       s.closed.delete(ref);
+      s.closedHead++;
     }
-    s.closed.set(hold.ref, { hold, forgetAt: now + this.closedHoldTtlMs });
+    // Drop the forgotten prefix once it is most of the array (amortised O(1) per hold).
+    if (s.closedHead > 1024 && s.closedHead * 2 > order.length) {
+      s.closedOrder = order.slice(s.closedHead);
+      s.closedHead = 0;
+    }
+    s.closed.set(hold.ref, hold);
+    s.closedOrder.push([hold.ref, now + this.closedHoldTtlMs]);
   }
 
   private append(s: WalletState, kind: LedgerKind, amount: Milli, ref: string, note: string, at: string): LedgerEntry {
@@ -217,6 +234,8 @@ export class MemoryWalletStore implements WalletStore {
         opening: { seq: 0, balance: 0, held: 0 },
         open: new Map(),
         closed: new Map(),
+        closedOrder: [],
+        closedHead: 0,
         credits: new Map(),
       };
       this.wallets.set(tenantId, s);
