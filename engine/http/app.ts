@@ -9,6 +9,7 @@ import { GatewayError } from '../errors/gateway-error.ts';
 import { adminRouter, type AdminDeps } from './admin-routes.ts';
 import { errorHandler } from './answer.ts';
 import { openapiRouter } from './openapi-routes.ts';
+import { notFound } from './route-table.ts';
 import type { VendorPlan } from '../descriptors/compile.ts';
 
 export interface AppDeps {
@@ -44,9 +45,10 @@ export function buildApp(deps: AppDeps): Express {
   app.use(openapiRouter(deps.vendors));
   for (const r of deps.tenantRouters ?? []) app.use(r);
 
-  // A descriptor path under another method never gets here (the data plane answers 405).
+  // The front door answers 404 and 405 from the route tables before a request gets here; this
+  // is express's own end of the line, reached only by a path the table could not read (none today).
   app.use((req) => {
-    throw new GatewayError(2005, `No route ${req.method} ${req.path}.`);
+    throw notFound(req.method, req.path);
   });
   app.use(errorHandler(deps.logger));
   return app;

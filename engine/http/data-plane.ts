@@ -2,14 +2,9 @@
 // proxy routes with their aliases, model lists) in one find-my-way table compiled once at start.
 // Its handlers are the only implementation of those routes; they translate HTTP to the services
 // (engine/tasks/requests.ts, the proxy exchange) and back, and hold no descriptor work.
-//
-// Path spellings are matched as express matched them before: any letter case and an optional
-// trailing slash; a doubled slash is another (unknown) path.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import FindMyWay from 'find-my-way';
 import type { AsyncRoutePlan, StatusRoutePlan, VendorPlan } from '../descriptors/compile.ts';
 import type { ProxyRoutePlan } from '../descriptors/proxy-route.ts';
-import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { mediaBlobs } from '../media/blobs.ts';
 import type { LimitsService } from '../limits/service.ts';
@@ -17,9 +12,9 @@ import { requireScope } from '../tenants/auth-context.ts';
 import type { TenantService } from '../tenants/service.ts';
 import { createTask, readTask, type TaskRequestDeps } from '../tasks/requests.ts';
 import { malformedPath, writeJson } from './answer.ts';
-import { readMediaBody } from './media-body.ts';
 import type { ProxyHandler } from './proxy-handler.ts';
-import { readJsonRequest } from './raw-body.ts';
+import type { BodyPolicy } from './request-body.ts';
+import { RouteTable } from './route-table.ts';
 import type { Visit } from './visit.ts';
 
 export interface DataPlaneDeps extends TaskRequestDeps {
@@ -28,10 +23,10 @@ export interface DataPlaneDeps extends TaskRequestDeps {
   proxy: ProxyHandler;
 }
 
-/** What a table entry serves: the handler and the compiled route plan it serves. */
-interface CreateEntry { serve: typeof create; route: AsyncRoutePlan }
-interface ReadEntry { serve: typeof read; route: AsyncRoutePlan | StatusRoutePlan; tasksOf: ReadonlySet<string> }
-interface ProxyEntry { serve: typeof proxied; route: ProxyRoutePlan }
+/** What a table entry serves: the handler, the compiled route plan and the body the door reads for it. */
+interface CreateEntry { serve: typeof create; route: AsyncRoutePlan; body: BodyPolicy }
+interface ReadEntry { serve: typeof read; route: AsyncRoutePlan | StatusRoutePlan; tasksOf: ReadonlySet<string>; body?: undefined }
+interface ProxyEntry { serve: typeof proxied; route: ProxyRoutePlan; body?: BodyPolicy }
 type Entry = CreateEntry | ReadEntry | ProxyEntry;
 type Params = Record<string, string | undefined>;
 
@@ -39,53 +34,41 @@ export type Match =
   | { entry: Entry; params: Params }
   | { error: GatewayError };
 
-const METHODS = ['GET', 'POST'] as const;
-
 export class DataPlane {
-  private readonly router = FindMyWay({
-    ignoreTrailingSlash: true,
-    caseSensitive: false,
-    // A task id of any length reaches the handler, which names what is wrong with it.
-    maxParamLength: 8192,
-    // Marks a path that is not valid percent-encoding (a match without a store, see match()).
-    onBadUrl: noop,
-  });
+  private readonly table = new RouteTable<Entry>();
   readonly deps: DataPlaneDeps;
 
   constructor(vendors: readonly VendorPlan[], deps: DataPlaneDeps) {
     this.deps = deps;
-    const add = (method: 'GET' | 'POST', path: string, entry: Entry) => {
-      // GET routes answer HEAD too (node leaves the body out), as express's did.
-      this.router.on(method === 'GET' ? ['GET', 'HEAD'] : method, path, noop, entry);
-    };
     for (const vendor of vendors) {
       for (const route of vendor.routes) {
         if (route.kind === 'async') {
-          add('POST', route.path, { serve: create, route });
-          add('GET', `${route.path}/:task_id`, { serve: read, route, tasksOf: new Set([route.key]) });
+          const limit = route.maxBodyBytes;
+          const body: BodyPolicy = route.mediaBody ? { kind: 'media', limit, rules: route.media } : { kind: 'json', limit };
+          this.table.on('POST', route.path, { serve: create, route, body });
+          this.table.on('GET', `${route.path}/:task_id`, { serve: read, route, tasksOf: new Set([route.key]) });
         } else if (route.kind === 'status') {
-          add('GET', `${route.path}/:task_id`, { serve: read, route, tasksOf: route.tasksOf });
+          this.table.on('GET', `${route.path}/:task_id`, { serve: read, route, tasksOf: route.tasksOf });
         }
       }
     }
-    for (const { method, path, route } of deps.proxy.paths()) add(method, path, { serve: proxied, route });
+    for (const { method, path, route } of deps.proxy.paths()) {
+      this.table.on(method, path, { serve: proxied, route, body: route.list ? undefined : { kind: 'json', limit: route.maxBodyBytes } });
+    }
   }
 
   /**
    * The route of `method path`; a 405 (with Allow) when the path is ours under other methods, a
-   * 400 when it is not valid percent-encoding; undefined when the path is not ours at all.
+   * 400 when it is not valid percent-encoding; undefined when the path is not ours at all (the
+   * control plane's table answers it).
    */
   match(method: string, path: string): Match | undefined {
-    const found = this.router.find(method as 'GET', path);
-    if (found?.store) return { entry: found.store as Entry, params: found.params };
+    const found = this.table.find(method, path);
+    if ('store' in found) return { entry: found.store, params: found.params };
     // Not valid percent-encoding: a 400 when the path is one of ours once every % is taken
-    // literally (a task id like %E0%A4%A), else not ours (the control plane answers it).
-    if (found) return this.router.find(method as 'GET', path.replaceAll('%', '%25'))?.store ? { error: malformedPath() } : undefined;
-    const allowed = METHODS.filter((m) => m !== method && this.router.find(m, path)?.store);
-    if (!allowed.length) return undefined;
-    const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : [])].join(', ');
-    const h = HTTP_ONLY.methodNotAllowed;
-    return { error: new GatewayError(h.code, `${method} is not allowed here; use ${allow}.`, { status: h.status, title: h.title, headers: { Allow: allow } }) };
+    // literally (a task id like %E0%A4%A), else not ours.
+    if ('badUrl' in found) return this.table.has(path.replaceAll('%', '%25')) ? { error: malformedPath() } : undefined;
+    return found.error.status === 405 ? found : undefined;
   }
 
   serve(req: IncomingMessage, res: ServerResponse, visit: Visit, entry: Entry, params: Params): Promise<void> {
@@ -94,13 +77,12 @@ export class DataPlane {
   }
 }
 
-function noop(): void {}
 
-/** POST <path>: create a task. JSON bodies are read before authentication, media bodies after. */
+/** POST <path>: create a task. JSON bodies are read before authentication, media bodies after (./request-body.ts). */
 async function create(deps: DataPlaneDeps, req: IncomingMessage, res: ServerResponse, visit: Visit, entry: CreateEntry): Promise<void> {
   const route = entry.route;
   visit.route = route.key;
-  let body = route.mediaBody ? undefined : await readJsonRequest(req, route.maxBodyBytes);
+  let body = route.mediaBody ? undefined : (await visit.readBody()).json;
   const auth = await deps.tenants.authenticate(req.headers.authorization);
   visit.tenantId = auth.tenantId;
   requireScope(auth, route.vendor, 'create');
@@ -111,9 +93,9 @@ async function create(deps: DataPlaneDeps, req: IncomingMessage, res: ServerResp
   let taskHoldsMedia = false;
   try {
     if (route.mediaBody) {
-      const parsed = await readMediaBody(req, route.maxBodyBytes, route.media);
-      body = parsed?.body;
-      tokens = parsed?.tokens;
+      const parsed = await visit.readBody();
+      body = parsed.json;
+      tokens = parsed.tokens;
     }
     const key = req.headers['idempotency-key'];
     const response = await createTask(route, deps, auth, body, Array.isArray(key) ? key.join(', ') : key, visit.trace.traceparent, () => (taskHoldsMedia = true));

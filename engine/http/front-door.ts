@@ -1,10 +1,12 @@
 // The one door every HTTP request enters. It continues (or starts) the trace, then hands the
 // request to the data plane (the descriptor routes, ./data-plane.ts) or, for any other path, to
 // the control plane (express: admin API, webhook management, billing views, docs, health;
-// ./app.ts). It writes every request's access line (./access-log.ts) and renders the data
+// ./app.ts). 404 and 405 come from the two planes' route tables (./route-table.ts) before any
+// route runs. It writes every request's access line (./access-log.ts) and renders the data
 // plane's errors as problems (./answer.ts; express's error handler uses the same functions).
 // Parser-level refusals never reach here (./client-error.ts answers them on the server).
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Express } from 'express';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { GatewayError } from '../errors/gateway-error.ts';
@@ -13,6 +15,8 @@ import { logRequest } from './access-log.ts';
 import { toGatewayError, writeProblem, writeTaskInfoValidationError } from './answer.ts';
 import { refuseWithoutHost } from './client-error.ts';
 import type { DataPlane, Match } from './data-plane.ts';
+import { bodyReader } from './request-body.ts';
+import { controlRouteTable, type RouteTable } from './route-table.ts';
 import { continueTrace, type Trace } from './traceparent.ts';
 import type { Visit } from './visit.ts';
 
@@ -26,7 +30,7 @@ export interface FrontDoorDeps {
   logger: Logger;
   dataPlane: DataPlane;
   /** The express app of the control plane; it finds the trace on res.locals.trace. */
-  controlPlane: (req: IncomingMessage, res: ServerResponse) => void;
+  controlPlane: Express;
 }
 
 export class FrontDoor {
@@ -38,12 +42,14 @@ export class FrontDoor {
   readonly accessLog: Logger;
   private readonly dataPlane: DataPlane;
   private readonly controlPlane: FrontDoorDeps['controlPlane'];
+  private readonly controlRoutes: RouteTable<true>;
 
   constructor(deps: FrontDoorDeps) {
     this.logger = deps.logger;
     this.accessLog = accessLogger(deps.logger);
     this.dataPlane = deps.dataPlane;
     this.controlPlane = deps.controlPlane;
+    this.controlRoutes = controlRouteTable(deps.controlPlane);
   }
 
   /** The server's request listener. */
@@ -55,8 +61,9 @@ export class FrontDoor {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
-    const match = this.dataPlane.match(req.method ?? 'GET', path);
-    if (!match) {
+    const method = req.method ?? 'GET';
+    const match = this.dataPlane.match(method, path) ?? this.controlRoutes.find(method, path);
+    if (!('error' in match) && !('entry' in match)) {
       const locals: ExpressLocals = { trace };
       (res as ServerResponse & { locals?: ExpressLocals }).locals = locals;
       res.once('finish', () => {
@@ -66,10 +73,10 @@ export class FrontDoor {
       this.controlPlane(req, res);
       return;
     }
-    void this.serve(req, res, { trace, t0, path }, match);
+    void this.serve(req, res, { trace, t0, path, readBody: bodyReader(req, 'entry' in match ? match.entry.body : undefined) }, match);
   };
 
-  /** A data-plane request, answered (a problem when its handler throws) and logged. */
+  /** A data-plane request or a 404/405 of either table, answered (a problem when its handler throws) and logged. */
   private async serve(req: IncomingMessage, res: ServerResponse, visit: Visit, match: Match): Promise<void> {
     try {
       if ('error' in match) {
@@ -91,7 +98,7 @@ export class FrontDoor {
     else writeProblem(res, e, visit.path, visit.trace.traceId);
   }
 
-  private log(req: IncomingMessage, res: ServerResponse, visit: Visit): void {
+  private log(req: IncomingMessage, res: ServerResponse, visit: Omit<Visit, 'readBody'>): void {
     if (visit.logged) return;
     logRequest(this.accessLog, { traceId: visit.trace.traceId, method: req.method, route: visit.route, path: visit.path, status: res.statusCode, latencyMs: performance.now() - visit.t0, tenantId: visit.tenantId });
   }

@@ -34,7 +34,6 @@ import { UpstreamFailure } from '../upstream/failure.ts';
 import { logRequest } from './access-log.ts';
 import { toGatewayError } from './answer.ts';
 import { sendProxyProblem } from './proxy-problem.ts';
-import { parseJson, readJsonBody } from './raw-body.ts';
 import type { Visit } from './visit.ts';
 
 export interface ProxyHandlerDeps {
@@ -150,8 +149,8 @@ class ProxiedRequest implements StreamSink {
     const route = this.route;
     this.res.once('close', this.onClientClose);
     const auth = await this.authorise('create');
-    const raw = await readJsonBody(this.req, route.maxBodyBytes);
-    const body = (await route.validate!(parseJson(raw))) as Record<string, unknown>;
+    const { raw = Buffer.alloc(0), json } = await this.visit.readBody();
+    const body = (await route.validate!(json)) as Record<string, unknown>;
     this.body = body;
     const model = route.model?.(body);
     this.model = typeof model === 'string' ? model : undefined;

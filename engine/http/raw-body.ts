@@ -1,6 +1,6 @@
 // JSON request bodies, read from the node request: one policy for every JSON route (the data
-// plane's creates and proxy routes, express's admin and console routes; the media reader,
-// ./media-body.ts, applies the same checks) —
+// plane's routes through ./request-body.ts, express's admin and console routes through
+// ./body.ts; the media reader, ./media-body.ts, applies the same checks) —
 // uncompressed UTF-8 JSON (415 otherwise), the route's size limit (413, from Content-Length
 // before a byte is read), 2001 when it does not parse or nests deeper than MAX_JSON_DEPTH.
 import type { IncomingMessage } from 'node:http';
@@ -117,7 +117,11 @@ export function parseJson(raw: Buffer): unknown {
  */
 export async function readJsonRequest(req: IncomingMessage, limit: number): Promise<unknown> {
   if (!hasBody(req)) return undefined;
-  const raw = await readJsonBody(req, limit);
+  return parseJsonObject(await readJsonBody(req, limit));
+}
+
+/** A JSON object or array (a bare string or number is refused as malformed, 2001). */
+export function parseJsonObject(raw: Buffer): unknown {
   if (!OBJECT_OR_ARRAY.test(raw.toString('latin1', 0, Math.min(raw.length, 256)))) throw malformedJson('the body must be a JSON object');
   return parseJson(raw);
 }

@@ -1,5 +1,6 @@
 // One request's trip through the front door: what the door's answer and its access line need
 // to know about it, filled in by the handler as it learns it.
+import type { BodyReader } from './request-body.ts';
 import type { Trace } from './traceparent.ts';
 
 export interface Visit {
@@ -8,6 +9,8 @@ export interface Visit {
   readonly t0: number;
   /** The request path without its query. */
   readonly path: string;
+  /** The request body, read (at most once) under the route's body policy. */
+  readonly readBody: BodyReader;
   /** The route key of the descriptor route serving it. */
   route?: string;
   tenantId?: string;

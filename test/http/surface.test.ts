@@ -122,6 +122,24 @@ describe('HTTP surface', () => {
       expect(g.headers.get('allow')).to.equal('GET, HEAD');
     });
 
+    it('the control plane answers 405 with Allow from its route table too, before auth runs', async () => {
+      const cases: Array<[string, string, string]> = [
+        ['DELETE', '/v1/balance', 'GET, HEAD'],
+        ['PUT', '/v1/webhooks/endpoints', 'GET, HEAD, POST'],
+        ['POST', '/healthz', 'GET, HEAD'],
+        ['GET', '/admin/v1/tenants/t_1/wallet/topups', 'POST'],
+        ['PATCH', '/admin/v1/tenants/t_1/webhooks/endpoints', 'GET, HEAD, POST'],
+        ['post', '/OPENAPI.JSON/', 'GET, HEAD'],
+      ];
+      for (const [method, path, allow] of cases) {
+        const r = await call(gw.url, method.toUpperCase(), path);
+        expectProblem(r, 405, 2000, 'Method Not Allowed');
+        expect(r.headers.get('allow'), `${method} ${path}`).to.equal(allow);
+        expect(r.headers.get('traceparent')).to.match(/^00-/);
+      }
+      expectProblem(await call(gw.url, 'GET', '/admin/v1/nothing'), 404, 2005, 'Resource Not Found');
+    });
+
     it('oversize body → 413 / 2101 with the limit', async () => {
       const r = await call(gw.url, 'POST', IMAGES, { key, raw: JSON.stringify({ prompt: 'x'.repeat(1100 * 1024) }), headers: { 'content-type': 'application/json' } });
       expectProblem(r, 413, 2101, 'Request Body Too Large');

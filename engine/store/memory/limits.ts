@@ -13,7 +13,11 @@ interface DaySpend {
   refs: Map<string, SpendRef>;
 }
 
-/** Days kept before today, so a late duplicate (or a settlement the day after its hold) is still recognised. */
+/**
+ * Days kept before today, so a late duplicate (or a settlement the day after its hold) is still
+ * recognised: the same window as the Redis store (store/redis/limits.ts), which the contract test
+ * holds both to. Older days are dropped whole, so memory stays bounded.
+ */
 const RETAIN_DAYS = 3;
 
 export class MemoryLimitsStore implements LimitsStore {

@@ -1,0 +1,43 @@
+// The body of a data-plane request, read by the front door's one reader under the policy its
+// route-table entry declares (JSON, or JSON with large media parsed in the media pool). The door
+// hands each handler a reader that reads at most once; the handler decides when (a create reads
+// JSON before authenticating, so a malformed body is named first; media bodies and proxied chat
+// after, so an unauthenticated caller costs no upload or pool work).
+import type { IncomingMessage } from 'node:http';
+import type { MediaRule } from '../media/checks.ts';
+import { readMediaBody } from './media-body.ts';
+import { hasBody, parseJsonObject, readJsonBody } from './raw-body.ts';
+
+export type BodyPolicy =
+  | { kind: 'json'; limit: number }
+  | { kind: 'media'; limit: number; rules: readonly MediaRule[] };
+
+export interface RequestBody {
+  /** The bytes as sent (JSON policy only; the proxy forwards them unparsed when it can). */
+  raw?: Buffer;
+  /** The parsed body; undefined when the request has none. */
+  json: unknown;
+  /** Media blobs the body holds (media policy): released by the caller unless a task takes them. */
+  tokens?: string[];
+}
+
+/** The reader a handler calls; every call after the first answers the first call's promise. */
+export type BodyReader = () => Promise<RequestBody>;
+
+export function bodyReader(req: IncomingMessage, policy: BodyPolicy | undefined): BodyReader {
+  let read: Promise<RequestBody> | undefined;
+  return () => (read ??= readBody(req, policy));
+}
+
+async function readBody(req: IncomingMessage, policy: BodyPolicy | undefined): Promise<RequestBody> {
+  if (!policy || !hasBody(req)) {
+    req.resume();
+    return { json: undefined };
+  }
+  if (policy.kind === 'media') {
+    const parsed = await readMediaBody(req, policy.limit, policy.rules);
+    return { json: parsed?.body, tokens: parsed?.tokens };
+  }
+  const raw = await readJsonBody(req, policy.limit);
+  return { raw, json: parseJsonObject(raw) };
+}
