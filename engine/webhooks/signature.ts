@@ -5,6 +5,10 @@
 // string, UTF-8 encoded, prefix included. We do not base64-decode the part after the prefix
 // (as some providers do) because the spec says "key = the endpoint secret (`whsec_...`)" and a
 // receiver should be able to verify with nothing but the string they copied from the console.
+//
+// This file is also the whole of the receivers' package, packages/webhooks (compiled from here
+// so the gateway signs and receivers verify with the same code): it may import only `node:`
+// built-ins that Node 18 has, and what it exports is that package's public API.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export const SIGNATURE_VERSION = 'v1';

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { harness, waitFor, taskData, TENANT, type Harness } from './support/harness.ts';
 import { Receiver, independentSignature, type Received } from './support/receiver.ts';
-import { verifyWebhook, WebhookVerificationError } from '../../engine/webhooks/receiver.ts';
+import { verifyWebhook, WebhookVerificationError } from '../../engine/webhooks/signature.ts';
 import { EVENT_TYPES } from '../../engine/events/bus.ts';
 import type { HostResolver } from '../../engine/webhooks/ssrf.ts';
 

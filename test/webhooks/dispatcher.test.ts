@@ -3,7 +3,7 @@ import { harness, stubPool, waitFor, taskData, expectLedgerBalanced, TENANT, typ
 import { createInProcessPool, type SendPool } from '../../engine/webhooks/pool.ts';
 import { resolveWebhookConfig } from '../../engine/webhooks/config.ts';
 import { ManualClock } from '../../engine/util/clock.ts';
-import { verifyWebhook, WebhookVerificationError } from '../../engine/webhooks/receiver.ts';
+import { verifyWebhook, WebhookVerificationError } from '../../engine/webhooks/signature.ts';
 import { Receiver } from './support/receiver.ts';
 import { testPki } from './support/pki.ts';
 

@@ -2,7 +2,7 @@
 // its API key, real tasks, and a real HTTPS receiver verifying every delivery.
 import { expect } from 'chai';
 import type { Gateway } from '../../engine/gateway.ts';
-import { verifyWebhook } from '../../engine/webhooks/receiver.ts';
+import { verifyWebhook } from '../../engine/webhooks/signature.ts';
 import { call, newTenant, startTestGateway, waitForTask } from '../helpers/gateway.ts';
 import { waitFor } from './support/harness.ts';
 import { testPki } from './support/pki.ts';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ManualClock } from '../../engine/util/clock.ts';
-import { verifyWebhook } from '../../engine/webhooks/receiver.ts';
+import { verifyWebhook } from '../../engine/webhooks/signature.ts';
 import { PURGE_QUEUE } from '../../engine/webhooks/dispatcher.ts';
 import { isUuid } from '../../engine/util/ids.ts';
 import { harness, stubPool, waitFor, taskData, expectLedgerBalanced, TENANT, type Harness } from './support/harness.ts';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { signPayload, verifyWebhook, WebhookVerificationError } from '../../engine/webhooks/receiver.ts';
+import { signPayload, verifyWebhook, WebhookVerificationError } from '../../engine/webhooks/signature.ts';
 
 interface SigningVector { name: string; secret: string; delivery_id: string; timestamp: number; body: string; expected_signature: string }
 interface VerificationCase { name: string; secret: string; body: string; headers: Record<string, string>; now_ms: number; expect: string }
