@@ -37,7 +37,7 @@ function validateConfig(source: YamlSource, env: Record<string, string | undefin
   validator ??= createAjv({ useDefaults: true, coerceTypes: true }).getSchema('https://model-gateway.dev/schemas/config.schema.json');
   const value = (source.value ?? {}) as Record<string, unknown>;
   // Sections may be left out entirely; give them their defaults.
-  for (const section of ['server', 'store', 'sandbox', 'admin', 'timing', 'billing', 'limits', 'webhooks', 'log', 'vendors', 'upstreams']) {
+  for (const section of ['server', 'store', 'sandbox', 'admin', 'timing', 'billing', 'limits', 'webhooks', 'log', 'tracing', 'metrics', 'vendors', 'upstreams']) {
     value[section] ??= {};
   }
   if (!validator!(value)) throw new LoadError(ajvProblems(source, validator!.errors));
@@ -86,8 +86,46 @@ function semanticProblems(config: GatewayConfig): ConfigProblem[] {
       problems.push({ pointer: '/sandbox/demo_credits', message: err.message });
     }
   }
+  problems.push(...clusterNodeProblems(config.store.redis_cluster_nodes ?? []));
+  if (config.tracing.enabled) problems.push(...endpointProblems(config.tracing.otlp_endpoint, '/tracing/otlp_endpoint'));
   if (!statSync(config.vendors.dir, { throwIfNoEntry: false })?.isDirectory()) {
     problems.push({ pointer: '/vendors/dir', message: `no such folder: ${config.vendors.dir}` });
   }
+  return problems;
+}
+
+/** The exporter would only fail at its first batch, long after start-up: refuse it now. */
+function endpointProblems(url: string, pointer: string): ConfigProblem[] {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return [{ pointer, message: `not a URL: ${url}` }];
+  }
+  return u.protocol === 'http:' || u.protocol === 'https:' ? [] : [{ pointer, message: `an OTLP/HTTP endpoint is http: or https:, not ${u.protocol}` }];
+}
+
+/**
+ * Cluster nodes the client can start from: a host and port each, and one scheme and one set of
+ * credentials for all (the client reaches every node it discovers with the same ones).
+ */
+function clusterNodeProblems(nodes: readonly string[]): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  let first: URL | undefined;
+  nodes.forEach((node, i) => {
+    const pointer = `/store/redis_cluster_nodes/${i}`;
+    let u: URL;
+    try {
+      u = new URL(node);
+    } catch {
+      problems.push({ pointer, message: `not a URL: ${node}` });
+      return;
+    }
+    if (!u.hostname) problems.push({ pointer, message: 'a cluster node needs a host' });
+    else if (first && (u.protocol !== first.protocol || u.username !== first.username || u.password !== first.password)) {
+      problems.push({ pointer, message: 'every cluster node needs the same scheme and credentials as the first' });
+    }
+    first ??= u;
+  });
   return problems;
 }

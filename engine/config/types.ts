@@ -15,6 +15,8 @@ export interface GatewayConfig {
   store: {
     kind: 'memory' | 'redis';
     redis_url: string;
+    /** redis: the nodes of a Redis Cluster to start from (`redis://host:port`); when set, redis_url is not used. */
+    redis_cluster_nodes?: string[];
     key_prefix: string;
     job_lock_ms: number;
     task_retention_hours: number;
@@ -30,8 +32,36 @@ export interface GatewayConfig {
   limits: Record<string, unknown>;
   webhooks: Record<string, unknown>;
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  tracing: TracingConfig;
+  metrics: MetricsConfig;
   vendors: { dir: string; disabled: string[] };
   upstreams: Record<string, UpstreamConfig>;
+}
+
+/** Prometheus metrics (engine/metrics/): GET /metrics on its own listener, off the tenant-facing port. */
+export interface MetricsConfig {
+  enabled: boolean;
+  /** The metrics listener (port 0: any free port); null: no listener (then serve them behind `token`). */
+  host: string;
+  port: number | null;
+  /** When set, GET /metrics also answers on the main port for `Authorization: Bearer <token>`, and the listener asks for it too. */
+  token: string | null;
+  /** Add a capped tenant label (gateway_tenant_requests_total); tenants past the cap count as "_other". 0: off. */
+  tenant_label_max: number;
+}
+
+/** OpenTelemetry tracing (engine/tracing/); off by default. */
+export interface TracingConfig {
+  enabled: boolean;
+  /** OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces. */
+  otlp_endpoint: string;
+  service_name: string;
+  /** 0..1: the share of new traces recorded; a sampled caller's trace is always recorded (parent-based). */
+  sample_ratio: number;
+  /** Sent with every export request. */
+  headers: Record<string, string>;
+  /** How long finished spans wait to be batched into one export. */
+  export_delay_ms: number;
 }
 
 export interface UpstreamConfig {

@@ -10,16 +10,21 @@
 // that failed because Redis went away mid-run is retried once it is back (attempts below), and
 // the workers resume on their own.
 import { Queue, Worker, type ConnectionOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { dependencyUnavailable } from '../errors/gateway-error.ts';
 import { within } from '../util/within.ts';
-import type { JobErrorReporter, JobHandler, JobScheduler } from './scheduler.ts';
+import type { JobErrorReporter, JobHandler, JobScheduler, QueueStats } from './scheduler.ts';
 
 export interface BullJobSchedulerOptions {
   /** Redis URL (config store.redis_url), for the workers' connections. */
   url: string;
+  /**
+   * On a Redis Cluster: the cluster the workers' connections copy (instead of `url`); it must
+   * wait for Redis (maxRetriesPerRequest null). Never connected itself; owned by the caller.
+   */
+  workerCluster?: Cluster;
   /** The connection jobs are added on: fail-fast (engine/store/redis/client.ts), owned by the caller. */
-  producer: Redis;
+  producer: Redis | Cluster;
   /** Key prefix; wrapped in a hash tag so a Redis Cluster keeps every job key in one slot. */
   prefix: string;
   /** Run handlers in this process (worker and all roles). */
@@ -34,13 +39,14 @@ export interface BullJobSchedulerOptions {
 export class BullJobScheduler implements JobScheduler {
   private readonly queues = new Map<string, Promise<Queue>>();
   private readonly workers: Worker[] = [];
-  private readonly opts: Required<Omit<BullJobSchedulerOptions, 'onError'>> & { onError: JobErrorReporter };
+  private readonly opts: Required<Omit<BullJobSchedulerOptions, 'onError' | 'workerCluster'>> & { onError: JobErrorReporter };
   private readonly connection: ConnectionOptions;
 
   constructor(opts: BullJobSchedulerOptions) {
     this.opts = { concurrency: 64, lockMs: 30_000, onError: () => {}, ...opts };
     const u = new URL(opts.url);
-    this.connection = {
+    // BullMQ gives each worker its own copies of a client it is handed, and closes them.
+    this.connection = opts.workerCluster ?? {
       host: u.hostname,
       port: Number(u.port || 6379),
       username: u.username || undefined,
@@ -103,6 +109,19 @@ export class BullJobScheduler implements JobScheduler {
     worker.on('failed', (job, err) => this.opts.onError(queue, job?.id ?? '?', err));
     worker.on('error', (err) => this.opts.onError(queue, '-', err));
     this.workers.push(worker);
+  }
+
+  /** The queues this process has used or works: BullMQ's counts, and the oldest due job's wait. */
+  async stats(): Promise<QueueStats[]> {
+    const names = new Set([...this.queues.keys(), ...this.workers.map((w) => w.name)]);
+    const now = Date.now();
+    return Promise.all([...names].map(async (name) => {
+      const queue = await this.queue(name);
+      const counts = await queue.getJobCounts('wait', 'prioritized', 'delayed');
+      const [oldest] = await queue.getJobs(['wait'], 0, 0, true);
+      const dueAt = oldest ? oldest.timestamp + (oldest.delay ?? 0) : now;
+      return { queue: name, due: (counts.wait ?? 0) + (counts.prioritized ?? 0), delayed: counts.delayed ?? 0, lagSeconds: Math.max(0, (now - dueAt) / 1000) };
+    }));
   }
 
   /** True while the producer connection and every worker's connections are up. */

@@ -19,7 +19,7 @@ import { MemoryTenantStore } from './memory/tenants.ts';
 import { MemoryWalletStore } from './memory/wallets.ts';
 import { MemoryWebhookStore } from './memory/webhooks.ts';
 import { within } from '../util/within.ts';
-import { failFastRedis } from './redis/client.ts';
+import { failFastClient, jobWorkerCluster, pingAll } from './redis/client.ts';
 import {
   RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateCounters,
 } from './redis/index.ts';
@@ -67,23 +67,29 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
   }
   // Requests use fail-fast connections (engine/store/redis/client.ts): while Redis is away they
   // are refused within store.command_timeout_ms (503 / 4003), and nothing they sent is queued to
-  // run after they were answered. rate-limiter-flexible gets a connection of its own.
-  const client = failFastRedis(config.store.redis_url, config.store.command_timeout_ms);
-  const limiterClient = failFastRedis(config.store.redis_url, config.store.command_timeout_ms);
+  // run after they were answered. rate-limiter-flexible gets a connection of its own. With
+  // store.redis_cluster_nodes they are Redis Cluster clients, and so are the job workers'.
+  const clusterNodes = config.store.redis_cluster_nodes?.length ? config.store.redis_cluster_nodes : undefined;
+  const client = failFastClient(config.store);
+  const limiterClient = failFastClient(config.store);
   // Connection trouble is reported (ioredis reconnects by itself) instead of going unhandled.
   for (const c of [client, limiterClient]) c.on('error', onConnectionError);
   try {
     await Promise.all([client.connect(), limiterClient.connect()]);
-    await client.ping();
+    // On a cluster, also waits until every master's connection is up before serving.
+    await Promise.all([pingAll(client), pingAll(limiterClient)]);
   } catch (err) {
     client.disconnect();
     limiterClient.disconnect();
     const why = err instanceof Error && err.cause instanceof Error ? err.cause : (err as Error);
-    throw new Error(`cannot reach Redis at ${redactUrl(config.store.redis_url)}: ${why.message}`);
+    const where = clusterNodes ? `the Redis Cluster at ${clusterNodes.map(redactUrl).join(', ')}` : `Redis at ${redactUrl(config.store.redis_url)}`;
+    throw new Error(`cannot reach ${where}: ${why.message}`);
   }
+  const workerCluster = clusterNodes && role !== 'api' ? jobWorkerCluster(clusterNodes) : undefined;
   const o = { client, prefix: `${config.store.key_prefix}:` };
   const scheduler = new BullJobScheduler({
     url: config.store.redis_url,
+    workerCluster,
     producer: client,
     prefix: config.store.key_prefix,
     runWorkers: role !== 'api',
@@ -101,13 +107,14 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
     rateCounters: redisRateCounters(limiterClient, o.prefix),
     scheduler,
     unavailable: async (timeoutMs) => {
-      const [store, jobs] = await Promise.all([within(client.ping(), timeoutMs), scheduler.connected()]);
+      const [store, jobs] = await Promise.all([within(pingAll(client), timeoutMs), scheduler.connected()]);
       return [...(store === 'done' ? [] : ['store']), ...(jobs ? [] : ['job queue'])];
     },
     close: async (graceMs) => {
       await scheduler.close(graceMs);
       // QUIT waits for the replies in flight; a Redis that is away or silent gets none: drop the connection.
       await Promise.all([client, limiterClient].map(async (c) => (c.status === 'ready' && (await within(c.quit(), 500)) === 'done') || c.disconnect()));
+      workerCluster?.disconnect();
     },
   };
 }

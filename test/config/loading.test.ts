@@ -117,6 +117,15 @@ describe('config loading', () => {
     }
   });
 
+  it('store.redis_cluster_nodes: a list of redis:// URLs', () => {
+    const c = loadConfigText('store: { kind: redis, redis_cluster_nodes: ["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"] }\nsandbox: {}\n', ROOT, { env: {} });
+    expect(c.store.redis_cluster_nodes).to.deep.equal(['redis://10.0.0.1:7000', 'redis://10.0.0.2:7000']);
+    expect(loadConfigText('store: {}\nsandbox: {}\n', ROOT, { env: {} }).store.redis_cluster_nodes).to.equal(undefined);
+    for (const bad of ['["10.0.0.1:7000"]', '[]', '"redis://10.0.0.1:7000"', '["redis://10.0.0.1:7000/3"]']) {
+      expect(() => loadConfigText(`store: { redis_cluster_nodes: ${bad} }\nsandbox: {}\n`, ROOT, { env: {} }), bad).to.throw(LoadError, /\/store\/redis_cluster_nodes/);
+    }
+  });
+
   it('PORT overrides the listen port', () => {
     const c = loadConfigText('server: { port: 1234 }\nstore: {}\nsandbox: {}\n', ROOT, { env: { PORT: '4321' } });
     expect(c.server.port).to.equal(4321);
@@ -163,11 +172,14 @@ describe('gateway check and gateway serve refuse the same configs, with position
     { name: 'a daily spend with a fraction of a milli-credit, as a number', yaml: 'limits:\n  daily_spend_credits: 2.5\n', at: 'daily_spend_credits', pointer: '/limits/daily_spend_credits', message: /must be an integer or a decimal string/ },
     { name: 'a per-model rate beyond the safe integers', yaml: 'limits:\n  models:\n    provider_b/image_generation: { per_minute: 1e300 }\n', at: 'per_minute', pointer: '/limits/models/provider_b~1image_generation/per_minute', message: /^must be a positive integer or null/ },
     { name: 'sandbox demo credits beyond the money range', yaml: 'sandbox_credits', at: 'demo_credits', pointer: '/sandbox/demo_credits', message: /outside the safe integer range/ },
+    { name: 'cluster nodes with different credentials', yaml: 'cluster_creds', at: 'redis_cluster_nodes', pointer: '/store/redis_cluster_nodes/1', message: /^every cluster node needs the same scheme and credentials as the first$/ },
+    { name: 'a tracing endpoint that is not OTLP/HTTP', yaml: 'tracing:\n  enabled: true\n  otlp_endpoint: "grpc://127.0.0.1:4317"\n', at: 'otlp_endpoint', pointer: '/tracing/otlp_endpoint', message: /^an OTLP\/HTTP endpoint is http: or https:, not grpc:$/ },
     { name: 'a vendors folder that does not exist', yaml: 'vendors_dir', at: 'vendors:', pointer: '/vendors/dir', message: /^no such folder: .*\/no-such-vendors$/ },
   ];
   const textOf = (yaml: string) =>
     yaml === 'sandbox_credits' ? BASE.replace('demo_api_key: xxxxxxxxxxxxxxxxxxxx', 'demo_api_key: xxxxxxxxxxxxxxxxxxxx, demo_credits: "99999999999999999999"')
       : yaml === 'vendors_dir' ? BASE.replace(/dir: "[^"]*"/, 'dir: no-such-vendors')
+      : yaml === 'cluster_creds' ? BASE.replace('store: {}', 'store:\n  redis_cluster_nodes: ["redis://:one@10.0.0.1:7000", "redis://:two@10.0.0.2:7000"]')
         : BASE + yaml;
   const write = (text: string) => {
     const file = join(mkdtempSync(join(tmpdir(), 'gw-cfg-')), 'config.yaml');

@@ -13,6 +13,8 @@ export const ADMIN = 'mp-admin-token';
 
 export interface ConfigOptions {
   redisUrl: string;
+  /** A Redis Cluster's nodes (store.redis_cluster_nodes); then redisUrl is not used. */
+  clusterNodes?: string[];
   prefix: string;
   upstreamUrl: string;
   caPem?: string;
@@ -28,7 +30,7 @@ export function writeConfig(o: ConfigOptions): string {
   const file = join(dir, 'config.yaml');
   writeFileSync(file, `
 server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 2000 }
-store: { kind: redis, redis_url: "${o.redisUrl}", key_prefix: "${o.prefix}", job_lock_ms: 30000 }
+store: { kind: redis, redis_url: "${o.redisUrl}",${o.clusterNodes ? ` redis_cluster_nodes: ${JSON.stringify(o.clusterNodes)},` : ''} key_prefix: "${o.prefix}", job_lock_ms: 30000 }
 sandbox: { enabled: false }
 admin: { token: ${ADMIN} }
 timing: { scale: ${o.scale ?? 0.01}, poll_error_limit: 5 }
@@ -38,6 +40,7 @@ upstreams:
   provider_b: { base_url: "${o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }
   provider_a: { base_url: "${o.modelAUrl ?? o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }
 ${NO_LIMITS}
+metrics: { port: 0 }
 webhooks: { allow_private_cidrs: ["127.0.0.1/32"], ca_pem: ${JSON.stringify(o.caPem ? [o.caPem] : [])} }
 `);
   return file;
@@ -67,7 +70,10 @@ export async function spawnGateway(config: string, role: 'all' | 'api' | 'worker
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   const ready = role === 'worker' ? 'gateway worker running' : 'gateway listening';
   for (let i = 0; !out.includes(ready); i++) {
-    if (proc.exitCode !== null || i > 300) throw new Error(`gateway ${role} did not start:\n${out}`);
+    if (proc.exitCode !== null || i > 300) {
+      proc.kill('SIGKILL'); // nothing else holds it: a gateway stuck at start-up would outlive the test
+      throw new Error(`gateway ${role} did not start:\n${out}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   return {

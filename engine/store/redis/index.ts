@@ -1,6 +1,6 @@
 // The Redis adapters of every store port (redis mode: many gateway processes, one Redis).
 // Key layout and scripts: docs/redis-layout.md.
-export type { RedisStoreOptions } from './keys.ts';
+export type { RedisClient, RedisStoreOptions } from './keys.ts';
 export { RedisTenantStore } from './tenants.ts';
 export { RedisTaskStore, type RedisTaskStoreOptions } from './tasks.ts';
 export { RedisWalletStore } from './wallets.ts';

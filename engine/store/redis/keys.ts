@@ -3,12 +3,18 @@
 // Cluster keeps a tenant's wallet, ledger, limits, idempotency records and webhook data in one
 // slot and each script touches one slot. Records read by id alone (tasks, deliveries,
 // endpoints' pacing) carry their own tag.
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { checkPrefix } from './script.ts';
+
+/**
+ * A connection to one Redis or to a Redis Cluster: the adapters use only commands and scripts
+ * whose keys share one slot, so both serve them alike.
+ */
+export type RedisClient = Redis | Cluster;
 
 /** What every Redis adapter is constructed with. */
 export interface RedisStoreOptions {
-  client: Redis;
+  client: RedisClient;
   /** e.g. `gw:`; no braces (the adapters add the hash tags). */
   prefix: string;
 }

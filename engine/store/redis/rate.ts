@@ -5,12 +5,11 @@
 // The key lives a little longer than its window (the key changes when the window turns).
 // rejectIfRedisNotReady: a disconnected Redis fails the call at once (rate.ts maps it to 4003)
 // instead of queueing requests behind a reconnect.
-import type { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import type { RateCountersFactory } from '../../limits/store.ts';
-import { Keys } from './keys.ts';
+import { Keys, type RedisClient } from './keys.ts';
 
-export function redisRateCounters(client: Redis, prefix: string): RateCountersFactory {
+export function redisRateCounters(client: RedisClient, prefix: string): RateCountersFactory {
   const keys = new Keys(prefix);
   return (name, windowMs) => {
     const sec = windowMs / 1000;

@@ -8,7 +8,7 @@
 // front under OOM instead of half-way, and read-only scripts are flagged `no-writes`.
 // Requires Redis >= 7.0.
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './keys.ts';
 
 export type LuaArg = string | number;
 
@@ -21,7 +21,7 @@ export class LuaScript {
     this.sha = createHash('sha1').update(lua).digest('hex');
   }
 
-  async run(client: Redis, keys: readonly string[], args: readonly LuaArg[]): Promise<unknown> {
+  async run(client: RedisClient, keys: readonly string[], args: readonly LuaArg[]): Promise<unknown> {
     try {
       return await client.evalsha(this.sha, keys.length, ...keys, ...args);
     } catch (err) {

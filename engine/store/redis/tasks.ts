@@ -75,8 +75,12 @@ export class RedisTaskStore implements TaskStore {
 
   async create(task: TaskRecord): Promise<void> {
     const index = this.index();
-    // One round trip; a connection runs its commands in order, so the ZADD lands first.
-    const [indexed, ok] = await Promise.all([this.client.zadd(index, 'NX', this.score(), task.id), this.client.set(this.keys.task(task.id), encodeRecord(task), 'NX')]);
+    const zadd = () => this.client.zadd(index, 'NX', this.score(), task.id);
+    const set = () => this.client.set(this.keys.task(task.id), encodeRecord(task), 'NX');
+    // One connection runs its commands in order, so on one Redis the ZADD lands first within one
+    // round trip. A cluster keeps the index and the task on different nodes, over different
+    // connections: there the index is written first, and the task only once that succeeded.
+    const [indexed, ok] = this.client.isCluster ? [await zadd(), await set()] : await Promise.all([zadd(), set()]);
     if (ok === 'OK') return;
     if (indexed === 1) await this.client.zrem(index, task.id);
     throw new Error(`task ${task.id} exists`);

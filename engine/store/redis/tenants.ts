@@ -1,12 +1,11 @@
 // Redis adapter of the tenant/key store. Tenants and keys form a small, read-mostly directory
 // that needs global lookups (an API key by its hash, a tenant by id), so it lives in one hash
 // slot `{dir}`; each write is one script there. Records use the field-lines codec.
-import type { Redis } from 'ioredis';
 import type { TenantLimitsInput } from '../../limits/config.ts';
 import type { TenantStore } from '../../tenants/store.ts';
 import type { ApiKeyRecord, TenantRecord } from '../../tenants/types.ts';
 import { decodeRecord, encodePatch, encodeRecord } from './codec.ts';
-import { Keys, type RedisStoreOptions } from './keys.ts';
+import { Keys, type RedisClient, type RedisStoreOptions } from './keys.ts';
 import { lua } from './script.ts';
 
 // KEYS: hash, list. ARGV: id, record. Insert unless the id exists; keep creation order.
@@ -44,7 +43,7 @@ return 1
 `);
 
 export class RedisTenantStore implements TenantStore {
-  private readonly client: Redis;
+  private readonly client: RedisClient;
   private readonly keys: Keys;
 
   constructor(opts: RedisStoreOptions) {
