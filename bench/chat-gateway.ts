@@ -11,6 +11,7 @@ const others = readdirSync(`${ROOT}vendors`).filter((f) => f.endsWith('.yaml') &
 const big = { per_second: 1_000_000_000, per_minute: 1_000_000_000, per_day: 1_000_000_000 };
 const config = loadConfigText(`
 server: { host: 127.0.0.1, port: 0 }
+metrics: { port: 0 }
 sandbox: { enabled: false }
 log: { level: info }
 vendors: { dir: vendors, disabled: ${JSON.stringify(others)} }

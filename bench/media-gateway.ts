@@ -15,6 +15,7 @@ const others = readdirSync(`${ROOT}vendors`).filter((f) => f.endsWith('.yaml') &
 const up = process.env.UPSTREAM_URL!;
 const config = loadConfigText(`
 server: { host: 127.0.0.1, port: 0 }
+metrics: { port: 0 }
 store: ${process.env.BENCH_REDIS_URL ? `{ kind: redis, redis_url: "${process.env.BENCH_REDIS_URL}", key_prefix: bench }` : '{ kind: memory }'}
 sandbox: { enabled: false }
 log: { level: ${process.env.BENCH_LOG_LEVEL ?? 'warn'} }

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const config = loadConfigText(`
 server: { host: 127.0.0.1, port: 0 }
+metrics: { port: 0 }
 sandbox: { enabled: true, demo_api_key: gw_test_bench_webhooks_key_0000000 }
 log: { level: warn }
 limits:

@@ -12,6 +12,8 @@ import { buildApp } from './http/app.ts';
 import { answerRefusals } from './http/client-error.ts';
 import { DataPlane } from './http/data-plane.ts';
 import { FrontDoor } from './http/front-door.ts';
+import { listenForMetrics } from './http/metrics-endpoint.ts';
+import { setScrapeSources, setTenantLabel } from './metrics/metrics.ts';
 import type { JobScheduler } from './jobs/scheduler.ts';
 import { createLogger } from './log/logger.ts';
 import { createStores, type Role, type Stores } from './store/factory.ts';
@@ -30,6 +32,7 @@ import { requireApiKey } from './http/auth.ts';
 import { mountAdminWebhookRoutes, webhookRouter } from './http/webhook-routes.ts';
 import { resolveWebhookConfig, type WebhookConfig } from './webhooks/config.ts';
 import { createWebhooks, type Webhooks } from './webhooks/service.ts';
+import { activeByVendor } from './tasks/active.ts';
 import { TaskLifecycle } from './tasks/lifecycle.ts';
 import type { TaskStore } from './tasks/store.ts';
 import { hashKey, TenantService } from './tenants/service.ts';
@@ -37,6 +40,8 @@ import { createUpstreamAgent } from './upstream/client.ts';
 import { createAjv } from './validation/ajv.ts';
 import { systemClock, type Clock } from './util/clock.ts';
 import { within } from './util/within.ts';
+import type { TracingSdk } from './tracing/sdk.ts';
+import { withTraceIds } from './tracing/tracing.ts';
 
 /** The sandbox demo tenant: a fixed id, so its tasks survive restarts in Redis mode. */
 export const DEMO_TENANT_ID = '00000000-0000-4000-8000-00000000de00';
@@ -55,6 +60,8 @@ export interface GatewayOptions {
 
 export interface Gateway {
   readonly url: string;
+  /** The metrics listener's GET /metrics URL; undefined when metrics have no listener. */
+  readonly metricsUrl?: string;
   readonly server: Server;
   readonly config: GatewayConfig;
   readonly logger: Logger;
@@ -78,7 +85,9 @@ export interface Gateway {
 
 export async function startGateway(config: GatewayConfig, opts: GatewayOptions = {}): Promise<Gateway> {
   const clock = opts.clock ?? systemClock;
-  const logger = opts.logger ?? createLogger(config.log.level);
+  const baseLogger = opts.logger ?? createLogger(config.log.level);
+  // Traced: lines written inside a span carry its ids (engine/tracing/); untraced, no formatter runs.
+  const logger = config.tracing.enabled ? withTraceIds(baseLogger) : baseLogger;
   const role = opts.role ?? 'all';
   const ajv = createAjv({ useDefaults: true });
   const loaded = loadVendorDir(config.vendors.dir, ajv, config.vendors.disabled);
@@ -172,6 +181,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   };
   const app = buildApp({
     logger, vendors, readiness,
+    metricsToken: config.metrics.enabled ? config.metrics.token : null,
     trustProxy: config.server.trust_proxy,
     admin: {
       token: config.admin.token, tenants, ajv,
@@ -206,7 +216,39 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     const host = addr.family === 'IPv6' ? `[${addr.address === '::' ? '::1' : addr.address}]` : addr.address === '0.0.0.0' ? '127.0.0.1' : addr.address;
     url = `http://${host}:${addr.port}`;
   }
-  logger.info({ url, role, vendors: vendors.map((v) => v.vendor), sandbox: Boolean(sandbox), store: config.store.kind }, role === 'worker' ? 'gateway worker running' : 'gateway listening');
+  // Metrics: the figures read at scrape time come from this gateway's stores.
+  setTenantLabel(config.metrics.tenant_label_max || undefined);
+  const unscrape = setScrapeSources({
+    activeTasks: async (gauge) => {
+      gauge.reset();
+      for (const [vendor, n] of await activeByVendor(tasks)) gauge.set({ vendor }, n);
+    },
+    dependencies: async (gauge) => {
+      const down = await stores.unavailable(Math.min(READY_PING_MS, config.store.command_timeout_ms));
+      for (const d of ['store', 'job queue']) gauge.set({ dependency: d.replace(' ', '_') }, down.includes(d) ? 0 : 1);
+    },
+    queues: async (depth, lag) => {
+      for (const q of await scheduler.stats()) {
+        depth.set({ queue: q.queue, state: 'due' }, q.due);
+        depth.set({ queue: q.queue, state: 'delayed' }, q.delayed);
+        lag.set({ queue: q.queue }, q.lagSeconds);
+      }
+    },
+  });
+  let metrics: { server: Server; url: string } | undefined;
+  if (config.metrics.enabled && config.metrics.port !== null) {
+    try {
+      metrics = await listenForMetrics(config.metrics.host, config.metrics.port, config.metrics.token);
+    } catch (err) {
+      unscrape();
+      server.close();
+      await Promise.all([stores.close(0), webhooks.close(), sandbox?.close(), dispatcher.close()]);
+      throw err;
+    }
+  }
+  // Last, once nothing can fail: the SDK is loaded only when tracing is on.
+  const tracingSdk: TracingSdk | undefined = config.tracing.enabled ? (await import('./tracing/sdk.ts')).startTracing(config.tracing, logger) : undefined;
+  logger.info({ url, metrics_url: metrics?.url, role, vendors: vendors.map((v) => v.vendor), sandbox: Boolean(sandbox), store: config.store.kind }, role === 'worker' ? 'gateway worker running' : 'gateway listening');
   if (!config.admin.token) logger.warn('admin API disabled: set GATEWAY_ADMIN_TOKEN to enable it');
 
   let closing: Promise<void> | undefined;
@@ -232,15 +274,20 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
         await within(finished, CUT_WAIT_MS);
       }
       clearInterval(sweep);
+      unscrape();
+      metrics?.server.close();
+      metrics?.server.closeAllConnections();
       await lifecycle.flushWithdrawals(CUT_WAIT_MS);
       await stores.close(0);
       await webhooks.close();
       await sandbox?.close();
       if (!dispatcher.destroyed) await dispatcher.close();
+      // After everything that makes spans has stopped: the last batch goes out.
+      await tracingSdk?.shutdown();
       logger.info('gateway stopped');
     })());
 
-  return { url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, sandbox, close };
+  return { url, metricsUrl: metrics?.url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, sandbox, close };
 }
 
 /** The demo tenant exists only while the sandbox is on; when it is off, it is disabled. */

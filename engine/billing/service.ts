@@ -12,6 +12,7 @@
 //                the available balance below zero (the usage has already been served; the next
 //                request is refused by ensureCanSpend until a top-up).
 import { GatewayError } from '../errors/gateway-error.ts';
+import { credits, fundsRefusals } from '../metrics/metrics.ts';
 import { isoNow, systemClock, type Clock } from '../util/clock.ts';
 import { BILLING_DEFAULTS } from './config.ts';
 import { checkLedger, type InvariantReport } from './invariant.ts';
@@ -92,7 +93,10 @@ export class BillingService {
     assertMilli(milli, 'top-up');
     if (milli <= 0) throw new MoneyError(`a top-up must be positive, got ${milli}`);
     const r = await this.store.credit(tenantId, 'topup', ref, milli, note, this.now());
-    if (r.status === 'credited') await this.lowBalance?.afterCredit(tenantId);
+    if (r.status === 'credited') {
+      countCredits('topped_up', milli);
+      await this.lowBalance?.afterCredit(tenantId);
+    }
     return r.entry;
   }
 
@@ -115,6 +119,7 @@ export class BillingService {
     await this.spend?.reserveSpend(tenantId, ref, milli);
     const r = await this.store.hold(tenantId, ref, milli, note, this.now());
     if (r.status === 'insufficient') {
+      fundsRefusals.inc();
       await this.spend?.cancelSpend(tenantId, ref);
       const available = r.wallet.balance - r.wallet.held;
       throw new GatewayError(
@@ -123,6 +128,7 @@ export class BillingService {
       );
     }
     const hold = r.hold as HoldRecord;
+    if (r.status !== 'duplicate') countCredits('held', hold.amount);
     return { ref, amount: hold.amount, duplicate: r.status === 'duplicate' };
   }
 
@@ -148,7 +154,10 @@ export class BillingService {
     const r = await this.store.charge(tenantId, ref, milli, note, this.now());
     const hold = r.hold as HoldRecord;
     await this.spend?.recordSpend(tenantId, ref, hold.settled);
-    if (r.status === 'closed') await this.lowBalance?.afterSettlement(tenantId, r.wallet);
+    if (r.status === 'closed') {
+      countCredits('charged', hold.settled);
+      await this.lowBalance?.afterSettlement(tenantId, r.wallet);
+    }
     return outcome(ref, r);
   }
 
@@ -156,6 +165,7 @@ export class BillingService {
   async ensureCanSpend(tenantId: string): Promise<void> {
     const w = await this.store.get(tenantId);
     if (w.balance - w.held <= 0) {
+      fundsRefusals.inc();
       throw new GatewayError(1003, 'Insufficient balance: the wallet has no available credits.');
     }
   }
@@ -210,6 +220,10 @@ export class BillingService {
   private async afterClose(tenantId: string, ref: string, r: CloseResult): Promise<CloseOutcome> {
     if (r.status === 'unknown') return outcome(ref, r);
     const hold = r.hold as HoldRecord;
+    if (r.status === 'closed') {
+      countCredits('settled', hold.settled);
+      countCredits('released', hold.released);
+    }
     // Also on duplicates: finalizeSpend is idempotent, and repeating it repairs a crash that
     // happened between the wallet settlement and the spend accounting.
     await this.spend?.finalizeSpend(tenantId, ref, hold.settled);
@@ -223,6 +237,10 @@ export class BillingService {
   private now(): string {
     return isoNow(this.clock);
   }
+}
+
+function countCredits(operation: 'held' | 'settled' | 'released' | 'charged' | 'topped_up', milli: Milli): void {
+  if (milli > 0) credits.inc({ operation }, milli / 1000);
 }
 
 function outcome(ref: string, r: CloseResult): CloseOutcome {

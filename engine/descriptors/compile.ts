@@ -61,6 +61,7 @@ function compileVendor(v: LoadedVendor, ctx: CompileContext, problems: Problem[]
     auth = { headers: () => ({}) };
   }
   const client = new UpstreamClient({
+    vendor: d.vendor,
     baseUrl: baseUrl ?? 'http://invalid.invalid',
     auth,
     timeoutMs: scaledTimeout(upstreamConfig.timeout_ms ?? d.upstream.timeout_ms ?? 30_000, ctx.config.timing.scale),

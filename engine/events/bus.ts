@@ -15,6 +15,8 @@ export interface GatewayEvent {
   created_at: string;
   data: Record<string, unknown>;
   tenant_id: string;
+  /** The trace the event belongs to (a task's creating request), never sent: its webhook attempts join it. */
+  traceparent?: string;
 }
 
 export type EventHandler = (event: GatewayEvent) => Promise<void> | void;
@@ -34,8 +36,9 @@ export class EventBus {
    * Build an envelope (created_at now; a random evt_ id unless the caller derives one, so that
    * publishing the same fact twice is recognised downstream) and publish it.
    */
-  async emit(tenantId: string, type: EventType, data: Record<string, unknown>, opts: { id?: string } = {}): Promise<GatewayEvent> {
+  async emit(tenantId: string, type: EventType, data: Record<string, unknown>, opts: { id?: string; traceparent?: string } = {}): Promise<GatewayEvent> {
     const event: GatewayEvent = { id: opts.id ?? prefixedId('evt_'), type, created_at: isoNow(this.clock), data, tenant_id: tenantId };
+    if (opts.traceparent) event.traceparent = opts.traceparent;
     await this.publish(event);
     return event;
   }

@@ -11,6 +11,18 @@ import { newUuid } from '../util/ids.ts';
 
 export const PROBLEM_TYPE_BASE = 'https://model-gateway.dev/docs/errors';
 
+/** The service code an error answer carried, kept on its response for the access line and metrics. */
+const SERVICE_CODE = Symbol('service code');
+type Marked = ServerResponse & { [SERVICE_CODE]?: number };
+
+export function markProblem(res: ServerResponse, code: number): void {
+  (res as Marked)[SERVICE_CODE] = code;
+}
+
+export function problemCodeOf(res: ServerResponse): number | undefined {
+  return (res as Marked)[SERVICE_CODE];
+}
+
 /** `instance` is the request path; undefined (left out) when the request could not be parsed. */
 export function problemBody(err: GatewayError, instance: string | undefined, traceId: string | undefined): Record<string, unknown> {
   const body: Record<string, unknown> = {
@@ -33,6 +45,7 @@ export function sendProblem(res: Response, err: GatewayError): void {
 
 /** A problem answer on any node response (the data plane's raw one, or express's). */
 export function writeProblem(res: ServerResponse, err: GatewayError, instance: string, traceId: string | undefined): void {
+  markProblem(res, err.code);
   writeJson(res, err.status, problemBody(err, instance, traceId), { ...err.headers, 'content-type': 'application/problem+json' });
 }
 
@@ -44,6 +57,7 @@ export function writeProblem(res: ServerResponse, err: GatewayError, instance: s
  */
 export function writeTaskInfoValidationError(res: ServerResponse, err: GatewayError, traceId: string | undefined): void {
   const now = isoNow(systemClock);
+  markProblem(res, err.code);
   writeJson(res, err.status, {
     task_info: { id: newUuid(), status: 'failed', created_at: now, updated_at: now, error: err.toTaskError() },
     error: { title: err.title, error_code: err.code, detail: err.detail },

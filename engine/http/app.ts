@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { adminRouter, type AdminDeps } from './admin-routes.ts';
 import { errorHandler } from './answer.ts';
+import { serveMetrics } from './metrics-endpoint.ts';
 import { openapiRouter } from './openapi-routes.ts';
 import { notFound } from './route-table.ts';
 import type { VendorPlan } from '../descriptors/compile.ts';
@@ -19,6 +20,8 @@ export interface AppDeps {
   trustProxy: boolean;
   /** Tenant-facing routers mounted after the provider routes (webhooks console, billing views). */
   tenantRouters?: Router[];
+  /** metrics.token: when set, GET /metrics answers here too, for that bearer token. */
+  metricsToken?: string | null;
   /** Why the gateway should get no traffic now (draining, a dependency away); undefined when ready. */
   readiness: () => Promise<GatewayError | undefined>;
 }
@@ -41,6 +44,10 @@ export function buildApp(deps: AppDeps): Express {
     if (notReady) throw notReady;
     res.json({ status: 'ready' });
   });
+  if (deps.metricsToken) {
+    const token = deps.metricsToken;
+    app.get('/metrics', (req, res) => serveMetrics(req, res, token, (res.locals.trace as { traceId: string }).traceId));
+  }
   app.use('/admin/v1', adminRouter(deps.admin));
   app.use(openapiRouter(deps.vendors));
   for (const r of deps.tenantRouters ?? []) app.use(r);

@@ -14,6 +14,7 @@ import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } 
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { HTTP_ONLY } from '../errors/catalogue.ts';
+import { httpRequests, statusClass } from '../metrics/metrics.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { problemBody, writeProblem } from './answer.ts';
 import { continueTrace } from './traceparent.ts';
@@ -83,6 +84,7 @@ function answerOnResponse(req: IncomingMessage, res: ServerResponse, problem: Ga
   res.setHeader('Traceparent', trace.traceparent);
   writeProblem(res, problem, (req.url ?? '').split('?')[0]!, trace.traceId);
   logger.info({ trace_id: trace.traceId, method: req.method, status: problem.status, reason: problem.title }, 'request refused before routing');
+  countRefusal(req.method ?? 'none', problem);
 }
 
 /** `traceparent`: the caller's, when its headers could be parsed (else a fresh trace). */
@@ -97,7 +99,13 @@ function answerOnSocket(socket: Duplex, problem: GatewayError, logger: Logger, r
     'Connection: close',
   ].join('\r\n');
   logger.info({ trace_id: trace.traceId, status: problem.status, reason }, 'request refused before routing');
+  countRefusal(reason === 'CONNECT' ? 'CONNECT' : 'none', problem);
   socket.end(`${head}\r\n\r\n${body}`, () => socket.destroy());
   // A client that reads nothing cannot hold the socket open past a second.
   setTimeout(() => socket.destroy(), 1000).unref();
+}
+
+/** Refusals before routing count as requests of no route (their method is "none" when it did not parse). */
+function countRefusal(method: string, problem: GatewayError): void {
+  httpRequests.inc({ route: 'none', method, status_class: statusClass(problem.status), code: String(problem.code) });
 }

@@ -12,12 +12,14 @@ import type { Logger } from 'pino';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { accessLogger } from '../log/logger.ts';
 import { logRequest } from './access-log.ts';
-import { toGatewayError, writeProblem, writeTaskInfoValidationError } from './answer.ts';
+import { problemCodeOf, toGatewayError, writeProblem, writeTaskInfoValidationError } from './answer.ts';
 import { refuseWithoutHost } from './client-error.ts';
 import type { DataPlane, Match } from './data-plane.ts';
 import { bodyReader } from './request-body.ts';
 import { controlRouteTable, type RouteTable } from './route-table.ts';
-import { continueTrace, type Trace } from './traceparent.ts';
+import { continueTrace, endServerTrace, startServerTrace, type Trace } from './traceparent.ts';
+import { runInSpan, tracing } from '../tracing/tracing.ts';
+import { httpInFlight } from '../metrics/metrics.ts';
 import type { Visit } from './visit.ts';
 
 /** What express's handlers find on res.locals: the trace, and the caller once authenticated. */
@@ -42,7 +44,7 @@ export class FrontDoor {
   readonly accessLog: Logger;
   private readonly dataPlane: DataPlane;
   private readonly controlPlane: FrontDoorDeps['controlPlane'];
-  private readonly controlRoutes: RouteTable<true>;
+  private readonly controlRoutes: RouteTable<string>;
 
   constructor(deps: FrontDoorDeps) {
     this.logger = deps.logger;
@@ -56,24 +58,30 @@ export class FrontDoor {
   readonly listener: RequestListener = (req, res) => {
     const t0 = performance.now();
     if (refuseWithoutHost(req, res, this.logger)) return;
-    const trace = continueTrace(req.headers.traceparent as string | undefined);
+    const trace = tracing ? startServerTrace(req) : continueTrace(req.headers.traceparent as string | undefined);
     res.setHeader('Traceparent', trace.traceparent);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     const method = req.method ?? 'GET';
+    httpInFlight.inc();
+    res.once('close', leave);
     const match = this.dataPlane.match(method, path) ?? this.controlRoutes.find(method, path);
     if (!('error' in match) && !('entry' in match)) {
       const locals: ExpressLocals = { trace };
       (res as ServerResponse & { locals?: ExpressLocals }).locals = locals;
-      res.once('finish', () => {
-        const route = (req as IncomingMessage & { route?: { path?: string } }).route?.path;
-        this.log(req, res, { trace, t0, path, route, tenantId: locals.auth?.tenantId });
-      });
-      this.controlPlane(req, res);
+      // The route label: the control table's pattern (a path that is not valid percent-encoding has none).
+      const route = 'store' in match ? match.store : undefined;
+      res.once('finish', () => this.log(req, res, { trace, t0, path, route, tenantId: locals.auth?.tenantId }));
+      const span = trace.span;
+      if (span) {
+        res.once('close', () => endServerTrace(span, method, res.statusCode, route, undefined, problemCodeOf(res)));
+        runInSpan(span, () => this.controlPlane(req, res));
+      } else this.controlPlane(req, res);
       return;
     }
-    void this.serve(req, res, { trace, t0, path, readBody: bodyReader(req, 'entry' in match ? match.entry.body : undefined) }, match);
+    const visit: Visit = { trace, t0, path, readBody: bodyReader(req, 'entry' in match ? match.entry.body : undefined) };
+    void (trace.span ? runInSpan(trace.span, () => this.serve(req, res, visit, match)) : this.serve(req, res, visit, match));
   };
 
   /** A data-plane request or a 404/405 of either table, answered (a problem when its handler throws) and logged. */
@@ -88,6 +96,7 @@ export class FrontDoor {
       this.refuse(res, visit, err);
     }
     this.log(req, res, visit);
+    if (visit.trace.span) endServerTrace(visit.trace.span, req.method ?? 'GET', res.statusCode, routeTemplate(match, visit.path), 'entry' in match ? match.entry.route.key : undefined, problemCodeOf(res));
   }
 
   private refuse(res: ServerResponse, visit: Visit, err: unknown): void {
@@ -100,6 +109,18 @@ export class FrontDoor {
 
   private log(req: IncomingMessage, res: ServerResponse, visit: Omit<Visit, 'readBody'>): void {
     if (visit.logged) return;
-    logRequest(this.accessLog, { traceId: visit.trace.traceId, method: req.method, route: visit.route, path: visit.path, status: res.statusCode, latencyMs: performance.now() - visit.t0, tenantId: visit.tenantId });
+    logRequest(this.accessLog, { traceId: visit.trace.traceId, method: req.method, route: visit.route, path: visit.path, status: res.statusCode, latencyMs: performance.now() - visit.t0, tenantId: visit.tenantId, code: problemCodeOf(res) });
   }
+}
+
+/** The span's http.route: the descriptor route's path (a task read's with its :task_id). */
+function routeTemplate(match: Match, path: string): string | undefined {
+  if (!('entry' in match)) return undefined;
+  const { route } = match.entry;
+  if (route.kind === 'async' || route.kind === 'status') return 'tasksOf' in match.entry ? `${route.path}/:task_id` : route.path;
+  return path; // a proxy route or one of its aliases: no parameters
+}
+
+function leave(): void {
+  httpInFlight.dec();
 }

@@ -31,10 +31,12 @@ import { completionIdOf, estimatedUsage, reportedUsage, usageCharge } from '../p
 import { requireScope, type AuthContext } from '../tenants/auth-context.ts';
 import type { TenantService } from '../tenants/service.ts';
 import { UpstreamFailure } from '../upstream/failure.ts';
+import { traced, tracing } from '../tracing/tracing.ts';
 import { logRequest } from './access-log.ts';
-import { toGatewayError } from './answer.ts';
+import { problemCodeOf, toGatewayError } from './answer.ts';
 import { sendProxyProblem } from './proxy-problem.ts';
 import type { Visit } from './visit.ts';
+import { statusClass, upstreamDuration, upstreamErrors, upstreamRequests, upstreamTtfb } from '../metrics/metrics.ts';
 
 export interface ProxyHandlerDeps {
   tenants: TenantService;
@@ -150,7 +152,7 @@ class ProxiedRequest implements StreamSink {
     this.res.once('close', this.onClientClose);
     const auth = await this.authorise('create');
     const { raw = Buffer.alloc(0), json } = await this.visit.readBody();
-    const body = (await route.validate!(json)) as Record<string, unknown>;
+    const body = (await (tracing ? traced('validation', () => route.validate!(json)) : route.validate!(json))) as Record<string, unknown>;
     this.body = body;
     const model = route.model?.(body);
     this.model = typeof model === 'string' ? model : undefined;
@@ -397,6 +399,15 @@ class ProxiedRequest implements StreamSink {
       extra.charged_milli = this.charged;
     }
     if (this.dropped) extra.dropped_media = this.dropped;
-    logRequest(this.gw.accessLog, { traceId: this.visit.trace.traceId, method: this.req.method, route: this.route.key, path: this.visit.path, status: this.res.statusCode, latencyMs: performance.now() - this.visit.t0, tenantId: this.auth?.tenantId }, extra);
+    const code = problemCodeOf(this.res);
+    const ex = this.exchange;
+    if (ex?.tDispatch) {
+      const vendor = this.route.vendor;
+      upstreamRequests.inc({ vendor, stage: 'proxy', status_class: ex.upstreamStatus ? statusClass(ex.upstreamStatus) : 'error' });
+      upstreamDuration.observe({ vendor, stage: 'proxy' }, (performance.now() - ex.tDispatch) / 1000);
+      if (this.streamed) upstreamTtfb.observe({ vendor }, (ex.tHeaders - ex.tDispatch) / 1000);
+      if (code !== undefined && code >= 3000 && code < 4000) upstreamErrors.inc({ vendor, stage: 'proxy', code: String(code) });
+    }
+    logRequest(this.gw.accessLog, { traceId: this.visit.trace.traceId, method: this.req.method, route: this.route.key, path: this.visit.path, status: this.res.statusCode, latencyMs: performance.now() - this.visit.t0, tenantId: this.auth?.tenantId, code }, extra);
   }
 }

@@ -6,7 +6,7 @@
 import type { ServerResponse } from 'node:http';
 import type { GatewayError } from '../errors/gateway-error.ts';
 import { errorObjectFor, type ClientErrorObject } from '../proxy/error-object.ts';
-import { problemBody } from './answer.ts';
+import { markProblem, problemBody } from './answer.ts';
 
 export function sendProxyProblem(
   res: ServerResponse,
@@ -16,6 +16,7 @@ export function sendProxyProblem(
   extraHeaders: Record<string, string>,
   upstreamError?: ClientErrorObject,
 ): void {
+  markProblem(res, err.code);
   const body = problemBody(err, instance, traceId);
   body.error = upstreamError ?? errorObjectFor(err);
   const text = JSON.stringify(body);

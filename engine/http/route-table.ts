@@ -74,18 +74,19 @@ interface ExpressLayer {
 }
 
 /**
- * The control plane's table, read from the express app's routes and mounted routers. A middleware
+ * The control plane's table, read from the express app's routes and mounted routers; an entry is
+ * its full path pattern (the access line's and the metrics' route label). A middleware
  * mounted without a route (auth, a tenant lookup) adds nothing; a RegExp path is not supported
  * (no control route uses one).
  */
-export function controlRouteTable(app: Express): RouteTable<true> {
-  const table = new RouteTable<true>();
+export function controlRouteTable(app: Express): RouteTable<string> {
+  const table = new RouteTable<string>();
   const walk = (stack: readonly ExpressLayer[], prefix: string) => {
     for (const layer of stack) {
       if (layer.route) {
         for (const path of [layer.route.path].flat()) {
           for (const [method, on] of Object.entries(layer.route.methods)) {
-            if (on && method !== '_all') table.on(method.toUpperCase(), prefix + path, true);
+            if (on && method !== '_all') table.on(method.toUpperCase(), prefix + path, prefix + path);
           }
         }
       } else if (layer.handle?.stack) {

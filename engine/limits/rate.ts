@@ -16,6 +16,7 @@ import { dependencyUnavailable, GatewayError } from '../errors/gateway-error.ts'
 import type { Clock } from '../util/clock.ts';
 import { RATE_WINDOWS, WINDOW_MS, type RateScope, type RateWindow, type RateWindows } from './config.ts';
 import type { RateCountersFactory, WindowCounters } from './store.ts';
+import { limitRefusals } from '../metrics/metrics.ts';
 
 const WINDOW_TEXT: Record<RateWindow, string> = { per_second: 'second', per_minute: 'minute', per_day: 'day' };
 const SCOPE_TEXT: Record<RateScope, string> = { key: 'this API key', tenant: 'this account', model: 'this model' };
@@ -84,6 +85,7 @@ export class RateLimits {
     if (undo.length) await Promise.allSettled(undo);
     if (failure !== undefined) throw dependencyUnavailable('rate-limit store', failure);
     const plan = refused!.plan;
+    limitRefusals.inc({ kind: `rate_${plan.scope}` });
     const retryAfter = Math.max(1, Math.ceil(wait(refused!) / 1000));
     throw new GatewayError(1004, `Rate limit exceeded: ${plan.points} requests per ${WINDOW_TEXT[plan.window]} for ${SCOPE_TEXT[plan.scope]}.`, {
       headers: { 'Retry-After': String(retryAfter) },

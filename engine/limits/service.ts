@@ -14,6 +14,7 @@ import { assertMilli, formatCredits, type Milli } from '../util/money.ts';
 import { LimitsConfig, type EffectiveLimits, type LimitsConfigInput, type RateScope, type RateWindows, type TenantLimitsInput } from './config.ts';
 import { RateLimits } from './rate.ts';
 import type { LimitsStore, RateCountersFactory } from './store.ts';
+import { limitRefusals } from '../metrics/metrics.ts';
 
 export interface LimitsServiceOptions {
   store: LimitsStore;
@@ -105,6 +106,7 @@ export class LimitsService implements SpendGuard {
     const limit = (await this.effective(tenantId, undefined)).concurrentTasks;
     const r = await this.store.acquireTask(tenantId, taskId, limit, this.clock.now());
     if (r === 'full') {
+      limitRefusals.inc({ kind: 'concurrency' });
       throw new GatewayError(1005, `Quota exceeded: at most ${limit} asynchronous tasks may be active at once.`, {
         headers: { 'Retry-After': String(this.config.concurrentRetryAfterSeconds) },
       });
@@ -161,6 +163,7 @@ export class LimitsService implements SpendGuard {
   }
 
   private spendError(limit: Milli, spent: Milli): GatewayError {
+    limitRefusals.inc({ kind: 'daily_spend' });
     const now = this.clock.now();
     const retryAfter = Math.max(1, Math.ceil((DAY_MS - (now % DAY_MS)) / 1000));
     return new GatewayError(

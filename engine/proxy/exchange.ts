@@ -9,6 +9,8 @@ import type { Dispatcher } from 'undici';
 import type { ProxyRoutePlan } from '../descriptors/proxy-route.ts';
 import { UpstreamFailure } from '../upstream/failure.ts';
 import { classifyNetworkError } from '../upstream/network-error.ts';
+import { ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVER_ADDRESS, ATTR_URL_FULL } from '@opentelemetry/semantic-conventions';
+import { failSpan, SpanKind, SpanStatusCode, startSpan, traceparentOf, tracing, type Span } from '../tracing/tracing.ts';
 import { SseTap } from './sse-tap.ts';
 
 const MAX_JSON_ANSWER = 64 * 1024 * 1024;
@@ -48,10 +50,17 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   private size = 0;
   private gone = false;
   private ended: ((end: ExchangeEnd) => void) | undefined;
+  /** Traced: the exchange's CLIENT span, ended with it. */
+  private span: Span | undefined;
 
   constructor(route: ProxyRoutePlan, sink: StreamSink) {
     this.route = route;
     this.sink = sink;
+  }
+
+  /** The upstream's HTTP status; 0 when no answer came. */
+  get upstreamStatus(): number {
+    return this.status;
   }
 
   /** Send the request body upstream; resolves once the exchange is over, however it ended. */
@@ -65,6 +74,17 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
       accept: streaming ? 'text/event-stream' : 'application/json',
       traceparent,
     };
+    if (tracing) {
+      this.span = startSpan('upstream proxy', SpanKind.CLIENT, {
+        [ATTR_HTTP_REQUEST_METHOD]: this.route.method,
+        [ATTR_URL_FULL]: `${up.origin}${up.path}`,
+        [ATTR_SERVER_ADDRESS]: new URL(up.origin).hostname,
+        'gateway.vendor': this.route.vendor,
+        'gateway.upstream.stage': 'proxy',
+        'gateway.stream': streaming,
+      }, traceparent);
+      headers.traceparent = traceparentOf(this.span);
+    }
     const end = new Promise<ExchangeEnd>((resolve) => (this.ended = resolve));
     this.tDispatch = performance.now();
     up.dispatcher.dispatch(
@@ -81,6 +101,8 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   }
 
   private end(end: ExchangeEnd): void {
+    if (this.span) endSpan(this.span, end, this.status);
+    this.span = undefined;
     const resolve = this.ended;
     this.ended = undefined;
     resolve?.(end);
@@ -135,4 +157,16 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     if (this.gone) return this.end({ kind: 'aborted', tap: this.tap });
     this.end({ kind: 'failed', failure: classifyNetworkError(err, 'submit'), tap: this.tap });
   }
+}
+
+/** The exchange's CLIENT span, as the exchange ended (a 4xx or 5xx answer fails it, as a client span). */
+function endSpan(span: Span, end: ExchangeEnd, status: number): void {
+  if (status) span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
+  if (end.kind === 'failed') failSpan(span, end.failure);
+  else if (end.kind === 'aborted') span.setAttribute('gateway.outcome', 'client_closed');
+  else if (status >= 400) {
+    span.setAttribute('error.type', String(status));
+    span.setStatus({ code: SpanStatusCode.ERROR });
+  }
+  span.end();
 }

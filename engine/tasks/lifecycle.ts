@@ -9,6 +9,7 @@
 // Every transition is a compare-and-set on the status (TaskStore.transition), so a late or
 // duplicate poll answer never moves a finished task and settle/release happen once.
 import { hash } from 'node:crypto';
+import { ATTR_DB_OPERATION_NAME } from '@opentelemetry/semantic-conventions';
 import type { Logger } from 'pino';
 import { GatewayError, isDependencyUnavailable } from '../errors/gateway-error.ts';
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
@@ -22,7 +23,9 @@ import { mapUpstreamError, UpstreamFailure, type UpstreamErrorFacts } from '../u
 import type { UpstreamResponse } from '../upstream/client.ts';
 import { isoAt, isoNow, type Clock } from '../util/clock.ts';
 import { newUuid } from '../util/ids.ts';
+import { sweepRedrives, taskDuration, tasksCreated, tasksFinished, upstreamErrors } from '../metrics/metrics.ts';
 import { RetryUntilDone } from '../util/retry-until-done.ts';
+import { traced, tracing } from '../tracing/tracing.ts';
 import type { TaskAccounting } from './accounting.ts';
 import type { TaskStore } from './store.ts';
 import { TERMINAL, taskInfo, taskResponse, type TaskRecord } from './task.ts';
@@ -47,6 +50,7 @@ export interface LifecycleDeps {
 }
 
 const ACTIVE: readonly TaskStatus[] = ['pending', 'processing'];
+const STORE_CREATE = { [ATTR_DB_OPERATION_NAME]: 'tasks.create' };
 const SWEEP_PAGE = 200;
 
 export class TaskLifecycle {
@@ -75,7 +79,7 @@ export class TaskLifecycle {
     this.d.scheduler.handle(JOBS.poll, (p) => this.poll(String(p.id), Number(p.n ?? 0)));
     this.d.scheduler.handle(JOBS.deadline, (p) => this.deadline(String(p.id))); // jobs of earlier versions
     this.d.scheduler.handle(JOBS.sweep, async (p) => {
-      await this.sweep();
+      sweepRedrives.inc(await this.sweep());
       await this.scheduleSweep(Number(p.n ?? 0) + 1);
     });
   }
@@ -112,8 +116,9 @@ export class TaskLifecycle {
     }
     try {
       if (this.d.sharedMedia) await shareMedia(this.d.sharedMedia, tokensIn(request), route.maxExecutionMs + this.d.sweepGraceMs);
-      await this.d.store.create(task);
-      await this.d.bus.emit(tenantId, 'task.created', eventData(task, { task_info: taskInfo(task) }), { id: eventId(task.id, 'task.created') });
+      await (tracing ? traced('store tasks.create', () => this.d.store.create(task), STORE_CREATE) : this.d.store.create(task));
+      await this.d.bus.emit(tenantId, 'task.created', eventData(task, { task_info: taskInfo(task) }), { id: eventId(task.id, 'task.created'), traceparent: task.traceparent });
+      tasksCreated.inc({ vendor: route.vendor, route: route.key });
     } catch (err) {
       // Refused, so nothing of it may stay: the task, if it was written before the failure (or
       // its reply lost), and the hold go, now or once the store answers again.
@@ -193,14 +198,14 @@ export class TaskLifecycle {
     if (media.length && this.d.sharedMedia) await forgetSharedMedia(this.d.sharedMedia, media).catch(() => undefined);
     if (res.status < 200 || res.status > 299) {
       const message = await readOptional(s.errorMessage, res.body);
-      return this.fail(task, await mapUpstreamError(route.errorRules, { stage: 'submit', http_status: res.status, body: res.body, message }));
+      return this.fail(task, await mappedError(route, 'submit', { stage: 'submit', http_status: res.status, body: res.body, message }));
     }
     if (s.accept && !(await s.accept.evaluate(res.body).catch(() => false))) {
       // A 2xx that says "not accepted" inside: the provider refused this request (3002 unless mapped).
       const message = await readOptional(s.errorMessage, res.body);
       const facts: UpstreamErrorFacts = { stage: 'submit', http_status: res.status, body: res.body, message };
       const err = await mapUpstreamError(route.errorRules, facts);
-      return this.fail(task, err.code === 3003 ? new GatewayError(3002, err.detail) : err);
+      return this.fail(task, countedError(route, 'submit', err.code === 3003 ? new GatewayError(3002, err.detail) : err));
     }
     const upstreamId = await s.taskId.evaluate(res.body).catch(() => undefined);
     if (typeof upstreamId !== 'string' && typeof upstreamId !== 'number') {
@@ -226,7 +231,7 @@ export class TaskLifecycle {
       res = await route.client.call({ method: p.method, path: upstreamPath(p.path, task.upstream_task_id), traceparent: task.traceparent, stage: 'poll' });
       if (res.status < 200 || res.status > 299) {
         const message = await readOptional(p.errorMessage, res.body);
-        throw await mapUpstreamError(route.errorRules, { stage: 'poll', http_status: res.status, body: res.body, message });
+        throw await mappedError(route, 'poll', { stage: 'poll', http_status: res.status, body: res.body, message });
       }
     } catch (err) {
       // A poll cut short by a shutdown is not the provider's failure: the job is run again.
@@ -247,7 +252,7 @@ export class TaskLifecycle {
     if (status === 'failed') {
       const message = await readOptional(p.errorMessage, res.body);
       const code = await readOptional(p.errorCode, res.body);
-      return this.fail(task, await mapUpstreamError(route.errorRules, { stage: 'task', http_status: res.status, body: res.body, message: code && message ? `${message} (${code})` : message }));
+      return this.fail(task, await mappedError(route, 'poll', { stage: 'task', http_status: res.status, body: res.body, message: code && message ? `${message} (${code})` : message }));
     }
     if (status === 'completed') return this.complete(task, route, res.body);
     const patch: Partial<TaskRecord> = { poll_failures: 0, checked_at: this.d.clock.now(), poll_n: n };
@@ -306,7 +311,9 @@ export class TaskLifecycle {
     // The price is fixed before the transition, so a re-run of finalize() settles the same amount.
     const charge = await this.d.accounting.price({ ...task, result }, route, body);
     const done = await this.d.store.transition(task.id, ACTIVE, { status: 'completed', result, charge, finalized: false, updated_at: isoNow(this.d.clock), poll_failures: 0 });
-    if (done) await this.finalize(done); // else someone else finished it first
+    if (!done) return; // someone else finished it first
+    finished(done);
+    await this.finalize(done);
   }
 
   private async fail(task: TaskRecord, err: GatewayError): Promise<void> {
@@ -317,6 +324,7 @@ export class TaskLifecycle {
   private async failTask(task: TaskRecord, err: GatewayError): Promise<TaskRecord | undefined> {
     const failed = await this.d.store.transition(task.id, ACTIVE, { status: 'failed', error: err.toTaskError(), finalized: false, updated_at: isoNow(this.d.clock) });
     if (!failed) return undefined;
+    finished(failed, err.code);
     this.d.logger.info({ task_id: task.id, code: err.code }, 'task failed');
     await this.finalize(failed);
     return failed;
@@ -331,10 +339,10 @@ export class TaskLifecycle {
   private async finalize(task: TaskRecord): Promise<void> {
     if (task.status === 'completed') {
       await this.d.accounting.complete(task);
-      await this.d.bus.emit(task.tenant_id, 'task.succeeded', eventData(task, taskResponse(task)), { id: eventId(task.id, 'task.succeeded') });
+      await this.d.bus.emit(task.tenant_id, 'task.succeeded', eventData(task, taskResponse(task)), { id: eventId(task.id, 'task.succeeded'), traceparent: task.traceparent });
     } else {
       await this.d.accounting.abandon(task);
-      await this.d.bus.emit(task.tenant_id, 'task.failed', eventData(task, { task_info: taskInfo(task) }), { id: eventId(task.id, 'task.failed') });
+      await this.d.bus.emit(task.tenant_id, 'task.failed', eventData(task, { task_info: taskInfo(task) }), { id: eventId(task.id, 'task.failed'), traceparent: task.traceparent });
     }
     await this.d.store.transition(task.id, [task.status], { finalized: true });
   }
@@ -401,6 +409,22 @@ export class TaskLifecycle {
     this.d.logger.error({ err, route: route.key }, 'unexpected error talking to the upstream');
     return new GatewayError(4002, 'An internal operation failed while talking to the provider.');
   }
+}
+
+/** Counted once, by the process whose transition ended the task. */
+function finished(task: TaskRecord, code?: number): void {
+  tasksFinished.inc({ vendor: task.vendor, route: task.route, outcome: task.status, code: code === undefined ? '' : String(code) });
+  taskDuration.observe({ vendor: task.vendor, outcome: task.status }, Math.max(0, Date.parse(task.updated_at) - Date.parse(task.created_at)) / 1000);
+}
+
+/** A provider's answer mapped to its service code, counted for the vendor and stage. */
+async function mappedError(route: AsyncRoutePlan, stage: 'submit' | 'poll', facts: UpstreamErrorFacts): Promise<GatewayError> {
+  return countedError(route, stage, await mapUpstreamError(route.errorRules, facts));
+}
+
+function countedError(route: AsyncRoutePlan, stage: 'submit' | 'poll', err: GatewayError): GatewayError {
+  upstreamErrors.inc({ vendor: route.vendor, stage, code: String(err.code) });
+  return err;
 }
 
 /** An upstream path template (poll, cancel) with the upstream task id in it. */

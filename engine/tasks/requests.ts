@@ -1,15 +1,19 @@
 // What a tenant asks of the async routes, after the HTTP edge has read the request and
 // authenticated the caller: create a task (idempotently) and read one back. The HTTP handlers
 // (engine/http/data-plane.ts) only translate between these and the wire.
+import { ATTR_DB_OPERATION_NAME } from '@opentelemetry/semantic-conventions';
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { IdempotencyService } from '../idempotency/service.ts';
 import type { StoredResponse } from '../idempotency/store.ts';
 import type { AuthContext } from '../tenants/auth-context.ts';
+import { traced, tracing } from '../tracing/tracing.ts';
 import { isUuid } from '../util/ids.ts';
 import type { TaskLifecycle } from './lifecycle.ts';
 import type { TaskStore } from './store.ts';
 import { taskInfo, taskResponse, type TaskRecord } from './task.ts';
+
+const STORE_GET = { [ATTR_DB_OPERATION_NAME]: 'tasks.get' };
 
 export interface TaskRequestDeps {
   lifecycle: TaskLifecycle;
@@ -35,7 +39,7 @@ export async function createTask(
   const { response } = await deps.idempotency.run(
     { tenantId: auth.tenantId, key: idempotencyKey, method: 'POST', path: route.path, body },
     async () => {
-      const request = await route.validate(body);
+      const request = await (tracing ? traced('validation', () => route.validate(body)) : route.validate(body));
       task = await deps.lifecycle.create(route, auth.tenantId, request, traceparent);
       return { status: route.successStatus, headers: {}, body: { task_info: taskInfo(task) } };
     },
@@ -55,7 +59,7 @@ export async function readTask(deps: TaskRequestDeps, auth: AuthContext, routes:
   if (!isUuid(id)) {
     throw new GatewayError(2001, `task_id must be a UUID; got ${JSON.stringify(id.slice(0, 64))}.`, { errors: [{ pointer: '/task_id', detail: 'must be a UUID' }] });
   }
-  const task = await deps.tasks.get(id);
+  const task = await (tracing ? traced('store tasks.get', () => deps.tasks.get(id), STORE_GET) : deps.tasks.get(id));
   if (!task || task.tenant_id !== auth.tenantId || !routes.has(task.route)) throw new GatewayError(2005, `No task ${id}.`);
   return taskResponse(task);
 }

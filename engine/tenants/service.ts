@@ -7,6 +7,7 @@ import { isoNow, type Clock } from '../util/clock.ts';
 import { newUuid, prefixedId, randomBase62 } from '../util/ids.ts';
 import type { TenantLimitsInput } from '../limits/config.ts';
 import type { TenantStore } from './store.ts';
+import { traced, tracing } from '../tracing/tracing.ts';
 import type { ApiKeyRecord, TenantRecord } from './types.ts';
 
 export interface IssueKeyOptions {
@@ -90,7 +91,11 @@ export class TenantService {
   }
 
   /** `Authorization: Bearer <key>` → who is calling; 401/1001 for anything but a usable key. */
-  async authenticate(header: string | undefined): Promise<AuthContext> {
+  authenticate(header: string | undefined): Promise<AuthContext> {
+    return tracing ? traced('auth', () => this.authenticateKey(header)) : this.authenticateKey(header);
+  }
+
+  private async authenticateKey(header: string | undefined): Promise<AuthContext> {
     const m = header ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
     if (!header) throw new GatewayError(1001, 'Missing API key: send Authorization: Bearer <API_KEY>.', { headers: { 'WWW-Authenticate': 'Bearer' } });
     if (!m) throw new GatewayError(1001, 'Malformed Authorization header: expected Bearer <API_KEY>.', { headers: { 'WWW-Authenticate': 'Bearer' } });

@@ -1,11 +1,15 @@
 // The HTTP client for one vendor's upstream: undici over a shared keep-alive Agent, the
 // vendor's auth plug-in and timeout, and the caller's traceparent passed on. It returns any
 // HTTP answer whose body is JSON; it throws UpstreamFailure when there is no usable answer.
+import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { AuthPlugin } from './auth-schemes.ts';
 import { UpstreamFailure, type UpstreamStage } from './failure.ts';
 import { classifyNetworkError } from './network-error.ts';
+import { ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_URL_FULL } from '@opentelemetry/semantic-conventions';
+import { failSpan, SpanKind, SpanStatusCode, startSpan, traceparentOf, tracing, type Span } from '../tracing/tracing.ts';
+import { statusClass, upstreamDuration, upstreamErrors, upstreamRequests } from '../metrics/metrics.ts';
 
 export interface UpstreamResponse {
   status: number;
@@ -35,8 +39,11 @@ export class UpstreamClient {
   readonly timeoutMs: number;
   readonly fixedHeaders: Record<string, string>;
   readonly dispatcher: Dispatcher;
+  /** The metrics' vendor label. */
+  readonly vendor: string;
 
-  constructor(opts: { baseUrl: string; auth: AuthPlugin; timeoutMs: number; headers?: Record<string, string>; dispatcher: Dispatcher }) {
+  constructor(opts: { vendor: string; baseUrl: string; auth: AuthPlugin; timeoutMs: number; headers?: Record<string, string>; dispatcher: Dispatcher }) {
+    this.vendor = opts.vendor;
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
     this.auth = opts.auth;
     this.timeoutMs = opts.timeoutMs;
@@ -44,7 +51,42 @@ export class UpstreamClient {
     this.dispatcher = opts.dispatcher;
   }
 
+  /** One call, counted and timed per vendor and stage (a transport failure counts its 3xxx code). */
   async call(c: UpstreamCall): Promise<UpstreamResponse> {
+    const t0 = performance.now();
+    // Traced: the call is a CLIENT span (a child of the caller's traceparent), and the provider
+    // is sent that span's traceparent instead.
+    const span = tracing ? this.startSpan(c) : undefined;
+    let status = 'error';
+    try {
+      const res = await this.exchange(span ? { ...c, traceparent: traceparentOf(span) } : c);
+      status = statusClass(res.status);
+      if (span) endedWith(span, res.status);
+      return res;
+    } catch (err) {
+      if (span) failSpan(span, err);
+      if (err instanceof UpstreamFailure) upstreamErrors.inc({ vendor: this.vendor, stage: c.stage, code: String(err.code) });
+      throw err;
+    } finally {
+      upstreamRequests.inc({ vendor: this.vendor, stage: c.stage, status_class: status });
+      upstreamDuration.observe({ vendor: this.vendor, stage: c.stage }, (performance.now() - t0) / 1000);
+      span?.end();
+    }
+  }
+
+  private startSpan(c: UpstreamCall): Span {
+    const url = new URL(`${this.baseUrl}${c.path}`);
+    return startSpan(`upstream ${c.stage}`, SpanKind.CLIENT, {
+      [ATTR_HTTP_REQUEST_METHOD]: c.method,
+      [ATTR_URL_FULL]: `${url.origin}${url.pathname}`,
+      [ATTR_SERVER_ADDRESS]: url.hostname,
+      [ATTR_SERVER_PORT]: Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
+      'gateway.vendor': this.vendor,
+      'gateway.upstream.stage': c.stage,
+    }, c.traceparent);
+  }
+
+  private async exchange(c: UpstreamCall): Promise<UpstreamResponse> {
     const headers: Record<string, string> = {
       accept: 'application/json',
       ...this.fixedHeaders,
@@ -107,4 +149,13 @@ async function readLimited(body: Dispatcher.ResponseData['body'], limit: number)
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The provider answered: a 4xx or 5xx fails a CLIENT span (OpenTelemetry's HTTP conventions). */
+function endedWith(span: Span, status: number): void {
+  span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
+  if (status >= 400) {
+    span.setAttribute('error.type', String(status));
+    span.setStatus({ code: SpanStatusCode.ERROR });
+  }
 }

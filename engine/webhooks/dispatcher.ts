@@ -25,6 +25,9 @@ import { buildTestEvent } from './test-event.ts';
 import type { SendPool } from './pool.ts';
 import type { SendResult } from './sender.ts';
 import type { AttemptOutcome, DeliveryRecord, EndpointRecord, WebhookStore } from './store.ts';
+import { ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVER_ADDRESS, ATTR_URL_FULL } from '@opentelemetry/semantic-conventions';
+import { activeSpan, SpanKind, SpanStatusCode, startSpan, traceparentOf, tracing, type Span } from '../tracing/tracing.ts';
+import { webhookAttempts, webhookEndpointsDisabled, webhookFailures, webhookLatency } from '../metrics/metrics.ts';
 
 export const ATTEMPT_QUEUE = 'webhook.attempt';
 export const PURGE_QUEUE = 'webhook.purge';
@@ -55,6 +58,8 @@ interface AttemptJob {
   attempt: number;
   /** Set once a rate-limit slot is reserved for this attempt: send without asking again. */
   slot_at?: number;
+  /** Traced: the trace the attempts join (the event's, e.g. its task's creating request). */
+  traceparent?: string;
 }
 
 export class WebhookDispatcher {
@@ -113,7 +118,7 @@ export class WebhookDispatcher {
     if (!endpoint.enabled) throw disabledConflict(endpoint);
     const started = await this.store.beginResend(tenantId, deliveryId, isoNow(this.clock));
     if (!started) throw conflict('This delivery is still pending; it can be re-sent once it has succeeded or failed.');
-    await this.scheduleAttempt({ delivery_id: started.id, series: started.series, attempt: 1 }, 0);
+    await this.scheduleAttempt(withTrace({ delivery_id: started.id, series: started.series, attempt: 1 }, undefined), 0);
     return started;
   }
 
@@ -158,12 +163,12 @@ export class WebhookDispatcher {
       created_at: now,
       updated_at: now,
     });
-    if (created) await this.scheduleAttempt({ delivery_id: delivery.id, series: 1, attempt: 1 }, 0);
+    if (created) await this.scheduleAttempt(withTrace({ delivery_id: delivery.id, series: 1, attempt: 1 }, event.traceparent), 0);
     else if (delivery.status === 'pending') {
       // An event published again (after a crash) maps onto the same delivery. Its next attempt
       // may have been lost with the process that created it: schedule it again under the job
       // id it would have had, which is a no-op while that job is still waiting or running.
-      await this.scheduleAttempt({ delivery_id: delivery.id, series: delivery.series, attempt: delivery.attempt_count + 1 }, 0);
+      await this.scheduleAttempt(withTrace({ delivery_id: delivery.id, series: delivery.series, attempt: delivery.attempt_count + 1 }, event.traceparent), 0);
     }
     return delivery;
   }
@@ -193,11 +198,14 @@ export class WebhookDispatcher {
       if (slot > now) return this.scheduleAttempt({ ...job, slot_at: slot }, slot - now);
     }
 
-    const result = await this.send(endpoint, delivery);
+    // Traced: the attempt is a CLIENT span of the delivery's trace, and the receiver gets its traceparent.
+    const span = tracing ? attemptSpan(endpoint, delivery, job) : undefined;
+    const result = await this.send(endpoint, delivery, span && traceparentOf(span));
+    if (span) endAttemptSpan(span, result);
     await this.settle(job, endpoint, delivery, result);
   }
 
-  private async send(endpoint: EndpointRecord, delivery: DeliveryRecord): Promise<SendResult> {
+  private async send(endpoint: EndpointRecord, delivery: DeliveryRecord, traceparent: string | undefined): Promise<SendResult> {
     const queuedAt = this.clock.now();
     try {
       return await this.pool.run({
@@ -207,6 +215,7 @@ export class WebhookDispatcher {
         body: delivery.body,
         clockOffsetMs: queuedAt - Date.now(),
         timeoutMs: this.timing.timeoutMs,
+        traceparent,
       });
     } catch (err) {
       // The worker itself failed (not the receiver): still an attempt, and it will be retried.
@@ -256,11 +265,15 @@ export class WebhookDispatcher {
       outcome,
     );
     if (!recorded) return; // purged meanwhile
+    webhookAttempts.inc({ outcome: result.ok ? 'delivered' : result.status_code !== null ? 'http_error' : 'network_error' });
+    if (result.ok) webhookLatency.observe(Math.max(0, now - Date.parse(delivery.created_at)) / 1000);
+    else if (result.status_code === 410) webhookEndpointsDisabled.inc();
+    else if (outcome.status === 'failed') webhookFailures.inc();
     if (outcome.status === 'failed') {
       this.log.warn({ delivery_id: delivery.id, endpoint_id: endpoint.id, attempts: job.attempt, error }, 'webhook delivery failed');
     }
     if (retryDelay !== null) {
-      await this.scheduleAttempt({ delivery_id: delivery.id, series: job.series, attempt: job.attempt + 1 }, retryDelay);
+      await this.scheduleAttempt(withTrace({ delivery_id: delivery.id, series: job.series, attempt: job.attempt + 1 }, job.traceparent), retryDelay);
     }
   }
 
@@ -271,6 +284,41 @@ export class WebhookDispatcher {
       await this.startPurgeSchedule();
     }
   }
+}
+
+/**
+ * Traced: the job carries the trace its attempts join: `traceparent` (an event's), else the
+ * span this runs in (a test event or a re-send is part of the request that asked for it).
+ */
+function withTrace(job: AttemptJob, traceparent: string | undefined): AttemptJob {
+  if (!tracing) return job;
+  const within = activeSpan();
+  const tp = traceparent ?? (within && traceparentOf(within));
+  if (tp) job.traceparent = tp;
+  return job;
+}
+
+function attemptSpan(endpoint: EndpointRecord, delivery: DeliveryRecord, job: AttemptJob): Span {
+  const url = new URL(endpoint.url);
+  return startSpan('webhook deliver', SpanKind.CLIENT, {
+    [ATTR_HTTP_REQUEST_METHOD]: 'POST',
+    // Without the query: a receiver's URL may carry a token there.
+    [ATTR_URL_FULL]: `${url.origin}${url.pathname}`,
+    [ATTR_SERVER_ADDRESS]: url.hostname,
+    'gateway.webhook.delivery_id': delivery.id,
+    'gateway.webhook.event_type': delivery.event_type,
+    'gateway.webhook.attempt': job.attempt,
+    'gateway.webhook.series': job.series,
+  }, job.traceparent);
+}
+
+function endAttemptSpan(span: Span, result: SendResult): void {
+  if (result.status_code !== null) span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, result.status_code);
+  if (!result.ok) {
+    span.setAttribute(ATTR_ERROR_TYPE, result.status_code === null ? 'network' : String(result.status_code));
+    span.setStatus({ code: SpanStatusCode.ERROR, message: result.error ?? undefined });
+  }
+  span.end();
 }
 
 function conflict(detail: string): GatewayError {

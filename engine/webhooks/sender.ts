@@ -30,6 +30,8 @@ export interface SendTask {
    */
   clockOffsetMs: number;
   timeoutMs: number;
+  /** Traced: the attempt's span, sent as `traceparent` so the receiver can join the trace. */
+  traceparent?: string;
 }
 
 export interface SendResult {
@@ -95,6 +97,7 @@ export function createSender(opts: SenderOptions): Sender {
           [HEADER_ID]: task.deliveryId,
           [HEADER_TIMESTAMP]: String(timestampSec),
           [HEADER_SIGNATURE]: signPayload(task.secret, task.deliveryId, timestampSec, task.body),
+          ...(task.traceparent ? { traceparent: task.traceparent } : undefined),
         },
         body: task.body,
       });

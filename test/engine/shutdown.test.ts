@@ -78,6 +78,7 @@ describe('serve: foreground, stdout logs, SIGTERM drains', () => {
     const others = readdirSync(join(ROOT, 'vendors')).filter((f) => f.endsWith('.yaml') && f !== 'provider_b.yaml').map((f) => f.slice(0, -5));
     writeFileSync(config, `
 server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: ${GRACE_MS} }
+metrics: { port: 0 }
 store: ${STORE_MODE === 'redis' ? `{ kind: redis, redis_url: "${process.env.GATEWAY_TEST_REDIS_URL}", key_prefix: ${prefix} }` : '{ kind: memory }'}
 sandbox: { enabled: false }
 admin: { token: sd-admin }

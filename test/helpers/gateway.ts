@@ -42,6 +42,8 @@ export interface TestGatewayOptions extends GatewayOptions {
   upstreams?: Record<string, { base_url: string; credentials?: Record<string, string>; timeout_ms?: number }>;
   /** More `server:` settings, as YAML flow-mapping entries (e.g. `headers_timeout_ms: 300`). */
   server?: string;
+  /** More `timing:` settings, as YAML flow-mapping entries (e.g. `sweep_grace_ms: 600000`). */
+  timing?: string;
   /** The whole `store:` mapping instead of the run's (e.g. a Redis of the test's own, to kill). */
   store?: string;
 }
@@ -54,11 +56,12 @@ server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 2000${o.server ? `, ${o.s
 store: ${o.store ?? storeYaml()}
 sandbox: { enabled: ${o.sandbox ?? true}, demo_api_key: ${DEMO_KEY}, queued_ms: 1000, running_ms: 3000 }
 admin: { token: "${o.adminToken ?? 'test-admin-token'}" }
-timing: { scale: ${o.scale ?? 0.001}, poll_error_limit: 3 }
+timing: { scale: ${o.scale ?? 0.001}, poll_error_limit: 3${o.timing ? `, ${o.timing}` : ''} }
 log: { level: silent }
 vendors: { dir: ${JSON.stringify(vendorsDir)}, disabled: ${JSON.stringify(disabled)} }
 upstreams: ${JSON.stringify(o.upstreams ?? {})}
 ${(o.yaml ?? '').match(/^limits:/m) ? '' : NO_LIMITS}
+${(o.yaml ?? '').match(/^metrics:/m) ? '' : 'metrics: { port: 0 }'}
 ${o.yaml ?? ''}`;
   const config = loadConfigText(yaml, ROOT, { env: o.env ?? {} });
   return startGateway(config, { logger: o.logger ?? createLogger('silent'), ...o });

@@ -23,9 +23,9 @@
 //                     listed in PORT_FILES.
 //   adapters          engine/store/memory, engine/store/redis, engine/jobs/bullmq-scheduler.ts:
 //                     import only ports, records, the ground floor and npm packages.
-//   ground floor      errors, util (ids, clock, within, money, expressions, json bodies), log,
-//                     config (the config record and the positioned YAML reader): anyone may
-//                     import them.
+//   ground floor      errors, util (ids, clock, within, money, expressions, json bodies), log, metrics,
+//                     tracing (OpenTelemetry spans), config (the config record and the positioned
+//                     YAML reader): anyone may import them.
 //   offline tooling   engine/cli, engine/tooling: operator tools; may import anything (the CLI
 //                     also starts the gateway); nothing else imports them.
 //
@@ -51,7 +51,7 @@ const COMPILER = new Set(['descriptors', 'validation']);
 const PORT_FOLDERS = new Set(['upstream', 'events', 'jobs', 'media']);
 const PORT_FILES = new Set(['tasks/task.ts', 'tenants/types.ts', 'limits/config.ts']);
 const ADAPTERS = new Set(['store/memory', 'store/redis', 'jobs/bullmq']);
-const GROUND = new Set(['errors', 'util', 'log', 'config']);
+const GROUND = new Set(['errors', 'util', 'log', 'config', 'metrics', 'tracing']);
 const TOOLING = new Set(['cli', 'tooling']);
 const HTTP = 'http';
 const ROOT = 'root';

@@ -46,6 +46,7 @@ describe('webhook deliveries trust Node\'s CA store plus webhooks.ca_pem', funct
     const file = join(dir, `config-${Math.random().toString(36).slice(2)}.yaml`);
     writeFileSync(file, `
 server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 2000 }
+metrics: { port: 0 }
 store: { kind: memory }
 sandbox: { enabled: true, demo_api_key: ${DEMO_KEY} }
 admin: { token: ${ADMIN} }
