@@ -29,6 +29,13 @@ import { IdempotencyService } from './idempotency/service.ts';
 import type { LimitsConfigInput } from './limits/config.ts';
 import { LimitsService } from './limits/service.ts';
 import { requireApiKey } from './http/auth.ts';
+import { consoleSessionRouter } from './http/console-session-routes.ts';
+import { tenantConsoleRouter } from './http/tenant-console-routes.ts';
+import { consolePagesRouter } from './http/console-pages.ts';
+import { LedgerReports } from './billing/reports.ts';
+import { TaskConsole } from './tasks/console.ts';
+import { KeySelfService } from './tenants/self-service.ts';
+import { ConsoleSessions } from './tenants/sessions.ts';
 import { mountAdminWebhookRoutes, webhookRouter } from './http/webhook-routes.ts';
 import { resolveWebhookConfig, type WebhookConfig } from './webhooks/config.ts';
 import { createWebhooks, type Webhooks } from './webhooks/service.ts';
@@ -169,7 +176,12 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
 
   await bootstrapDemoTenant(config, tenants, billing, logger);
 
-  const billingRoutes = { billing, limits, tenants, ajv };
+  // The console (docs/console-api.md): sessions, and the tenant self-service API behind them.
+  const sessions = new ConsoleSessions({ store: stores.sessions, tenants, clock, ttlSeconds: config.console?.session_ttl_seconds ?? 3600, adminToken: config.admin.token });
+  const consoleAuth = requireApiKey(tenants, sessions);
+  const reports = new LedgerReports(wallets);
+  const billingRoutes = { billing, limits, tenants, ajv, reports, auth: consoleAuth };
+  const taskConsole = new TaskConsole(tasks, async (tenantId, id) => (await webhooks.deliveries.listForEvent(tenantId, id, { limit: 100 })).data);
   // Proxied routes (chat completions, model lists), served by the data plane.
   const proxy = new ProxyHandler(vendors, { tenants, logger, billing, limits });
   // Readiness (GET /readyz): not while draining, nor while the store or the job queue is away.
@@ -184,13 +196,19 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     metricsToken: config.metrics.enabled ? config.metrics.token : null,
     trustProxy: config.server.trust_proxy,
     admin: {
-      token: config.admin.token, tenants, ajv,
+      token: config.admin.token, tenants, ajv, sessions,
       extend: (router) => {
         mountAdminBillingRoutes(router, billingRoutes);
         mountAdminWebhookRoutes(router, tenants, webhooks);
       },
     },
-    tenantRouters: [tenantBillingRouter(billingRoutes), webhookRouter(webhooks, { auth: requireApiKey(tenants) })],
+    tenantRouters: [
+      tenantBillingRouter(billingRoutes), webhookRouter(webhooks, { auth: consoleAuth }),
+      consoleSessionRouter(sessions),
+      tenantConsoleRouter({ keys: new KeySelfService(tenants, () => clock.now()), tasks: taskConsole, reports, sessions, auth: consoleAuth, ajv, clock }),
+      // The pages last: their /console/:a… patterns would otherwise label the /console/v1 API routes.
+      consolePagesRouter({ imgOrigins: sandbox ? [new URL(sandbox.urlFor('x')).origin] : [] }),
+    ],
   });
   // Every request enters here: descriptor routes to the data plane, the rest to express.
   const dataPlane = new DataPlane(vendors, { tenants, lifecycle, tasks, limits, idempotency, proxy });

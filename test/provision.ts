@@ -21,6 +21,7 @@ const NEEDS: SystemNeed[] = [
   { binary: 'redis-server', path: '/usr/bin/redis-server', env: 'REDIS_SERVER', debian: 'redis-server', why: 'the Redis half of the suite starts its own redis-server' },
   { binary: 'prometheus', path: '/usr/bin/prometheus', env: 'PROMETHEUS', debian: 'prometheus', service: 'prometheus', why: 'test/ops/prometheus.test.ts has a real Prometheus scrape a gateway' },
   { binary: 'promtool', path: '/usr/bin/promtool', env: 'PROMTOOL', debian: 'prometheus', why: 'test/ops/prometheus.test.ts checks ops/prometheus/ with promtool' },
+  { binary: 'chromium', path: '/usr/bin/chromium', env: 'CHROMIUM', debian: 'chromium', why: 'test/console/ drives the console in a real browser (playwright-core)' },
 ];
 
 function present(n: SystemNeed): boolean {

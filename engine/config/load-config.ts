@@ -37,7 +37,7 @@ function validateConfig(source: YamlSource, env: Record<string, string | undefin
   validator ??= createAjv({ useDefaults: true, coerceTypes: true }).getSchema('https://model-gateway.dev/schemas/config.schema.json');
   const value = (source.value ?? {}) as Record<string, unknown>;
   // Sections may be left out entirely; give them their defaults.
-  for (const section of ['server', 'store', 'sandbox', 'admin', 'timing', 'billing', 'limits', 'webhooks', 'log', 'tracing', 'metrics', 'vendors', 'upstreams']) {
+  for (const section of ['server', 'store', 'sandbox', 'admin', 'console', 'timing', 'billing', 'limits', 'webhooks', 'log', 'tracing', 'metrics', 'vendors', 'upstreams']) {
     value[section] ??= {};
   }
   if (!validator!(value)) throw new LoadError(ajvProblems(source, validator!.errors));

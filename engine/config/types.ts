@@ -27,6 +27,8 @@ export interface GatewayConfig {
   };
   sandbox: { enabled: boolean; demo_api_key?: string; demo_credits: string; queued_ms: number; running_ms: number };
   admin: { token: string };
+  /** The console's sessions (engine/tenants/sessions.ts). */
+  console: { session_ttl_seconds: number };
   timing: { scale: number; poll_error_limit: number; sweep_interval_ms: number; sweep_grace_ms: number };
   billing: Record<string, unknown>;
   limits: Record<string, unknown>;

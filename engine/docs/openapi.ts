@@ -8,6 +8,7 @@ import type { ErrorObject } from 'ajv';
 import { URL_LIST_FIELDS } from '../descriptors/result-fields.ts';
 import type { RouteSpec, VendorDescriptor } from '../descriptors/types.ts';
 import { CATALOGUE, HTTP_ONLY } from '../errors/catalogue.ts';
+import { CONSOLE_SECURITY_SCHEMES, consolePaths, consoleSchemas } from './console-openapi.ts';
 import { EVENT_TYPES } from '../events/bus.ts';
 import { codeForAjvError, ruleCode } from '../validation/error-policy.ts';
 import { DATA_KEYWORDS, isObject, registryFromDir, SCHEMA_MAPS, requestSchemaBase, type JsonObject, type SchemaRegistry } from '../validation/json-schema.ts';
@@ -101,6 +102,10 @@ export function buildOpenApi(descriptors: readonly VendorDescriptor[], opts: Ope
     }
   }
 
+  Object.assign(paths, consolePaths());
+  Object.assign(schemas, consoleSchemas());
+  tags.push({ name: 'console', description: 'The tenant self-service API the console calls (API key or console session); docs/console-api.md' });
+
   return {
     openapi: '3.1.0',
     info: {
@@ -121,6 +126,7 @@ export function buildOpenApi(descriptors: readonly VendorDescriptor[], opts: Ope
     components: {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API_KEY>. One key is valid for every provider.' },
+        ...CONSOLE_SECURITY_SCHEMES,
       },
       schemas,
     },

@@ -5,7 +5,9 @@ import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { compileRequestValidator } from '../validation/request-validator.ts';
 import { SCHEMA_BASE } from '../validation/ajv.ts';
 import type { TenantService } from '../tenants/service.ts';
+import type { ConsoleSessions } from '../tenants/sessions.ts';
 import type { ApiKeyRecord } from '../tenants/types.ts';
+import { GatewayError } from '../errors/gateway-error.ts';
 import { requireAdminToken } from './auth.ts';
 import { jsonBody } from './body.ts';
 
@@ -13,6 +15,8 @@ export interface AdminDeps {
   token: string;
   tenants: TenantService;
   ajv: Ajv2020;
+  /** When given, an operator console session (cookie) is accepted instead of the bearer token. */
+  sessions?: ConsoleSessions;
   /** Further admin routes (billing, webhooks) mounted by their owners on the same router. */
   extend?: (router: Router) => void;
 }
@@ -24,12 +28,16 @@ const SCOPE = { type: 'string', pattern: '^(\\*|[a-z_][a-z0-9_]*):?(\\*|create|r
 
 export function adminRouter(deps: AdminDeps): Router {
   const router = express.Router();
-  router.use(requireAdminToken(deps.token), jsonBody(64 * 1024));
+  router.use(requireAdminToken(deps.token, deps.sessions), jsonBody(64 * 1024));
   const v = (name: string, schema: object) => compileRequestValidator(deps.ajv, `${SCHEMA_BASE}/admin/${name}.json`, schema);
 
   const createTenant = v('create-tenant', {
     type: 'object', additionalProperties: false, required: ['name'],
     properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, requires_live: { type: 'boolean' } },
+  });
+  const updateTenant = v('update-tenant', {
+    type: 'object', additionalProperties: false, required: ['disabled'],
+    properties: { disabled: { type: 'boolean' } },
   });
   const createKey = v('create-key', {
     type: 'object', additionalProperties: false,
@@ -52,6 +60,13 @@ export function adminRouter(deps: AdminDeps): Router {
   });
   router.get('/tenants/:id', async (req, res) => {
     res.json(await deps.tenants.getTenant(req.params.id));
+  });
+  // A disabled tenant's keys are refused (401) until it is enabled again; its data stays.
+  router.patch('/tenants/:id', async (req, res) => {
+    const body = (await updateTenant(req.body ?? {})) as { disabled: boolean };
+    const tenant = await deps.tenants.setDisabled(req.params.id, body.disabled);
+    if (!tenant) throw new GatewayError(2005, `No tenant ${req.params.id}.`);
+    res.json(tenant);
   });
   router.post('/tenants/:id/keys', async (req, res) => {
     const body = (await createKey(req.body ?? {})) as { name?: string; scopes?: string[]; mode?: 'live' | 'test'; expires_at?: string; ttl_seconds?: number };

@@ -1,21 +1,42 @@
-// Bearer authentication of tenants, and the operator's admin-token check.
+// Bearer authentication of tenants, and the operator's admin-token check. Where `sessions` is
+// given (the /v1 console routes, the admin API), a console session cookie is accepted instead of
+// the bearer credential (./console-session.ts); a request with an Authorization header is always
+// judged by that header alone.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { TenantService } from '../tenants/service.ts';
+import type { ConsoleSessions } from '../tenants/sessions.ts';
+import { ADMIN_COOKIE, cookieSession, TENANT_COOKIE } from './console-session.ts';
 
-export function requireApiKey(tenants: TenantService) {
+export function requireApiKey(tenants: TenantService, sessions?: ConsoleSessions) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    if (sessions && req.headers.authorization === undefined) {
+      // The operator opens a tenant's view with its own session; elsewhere the header means nothing.
+      const viewed = req.get('x-console-tenant');
+      const operator = viewed ? await cookieSession(req, res, sessions, ADMIN_COOKIE) : undefined;
+      if (operator && viewed) {
+        const tenant = await tenants.getTenant(viewed);
+        res.locals.auth = { tenantId: tenant.id, keyId: 'operator', scopes: ['*'], mode: 'live' };
+        return next();
+      }
+      const session = await cookieSession(req, res, sessions, TENANT_COOKIE);
+      if (session) {
+        res.locals.auth = session.auth;
+        return next();
+      }
+    }
     res.locals.auth = await tenants.authenticate(req.headers.authorization);
     next();
   };
 }
 
 /** The admin API is closed unless an admin token is configured (GATEWAY_ADMIN_TOKEN). */
-export function requireAdminToken(token: string) {
+export function requireAdminToken(token: string, sessions?: ConsoleSessions) {
   const expected = createHash('sha256').update(token).digest();
-  return (req: Request, _res: Response, next: NextFunction): void => {
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (!token) throw new GatewayError(1001, 'The admin API is disabled: set GATEWAY_ADMIN_TOKEN to enable it.');
+    if (sessions && req.headers.authorization === undefined && (await cookieSession(req, res, sessions, ADMIN_COOKIE))) return next();
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
     const given = createHash('sha256').update(m?.[1] ?? '').digest();
     if (!m || !timingSafeEqual(given, expected)) throw new GatewayError(1001, 'Invalid admin token.', { headers: { 'WWW-Authenticate': 'Bearer' } });

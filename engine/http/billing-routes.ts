@@ -2,7 +2,7 @@
 // threshold, limits) and the tenant's own read-only views (GET /v1/balance, /v1/ledger).
 // Amounts are shown as credits with 2 decimals (rounded down, as in balance.low events) and
 // exactly, as integer milli-credits.
-import express, { type Request, type Router } from 'express';
+import express, { type Request, type RequestHandler, type Router } from 'express';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { creditsToMilli, exactCredits, formatCredits, MoneyError } from '../util/money.ts';
 import type { LedgerEntry } from '../billing/store.ts';
@@ -13,7 +13,9 @@ import type { LimitsService } from '../limits/service.ts';
 import type { TenantService } from '../tenants/service.ts';
 import { SCHEMA_BASE } from '../validation/ajv.ts';
 import { compileRequestValidator } from '../validation/request-validator.ts';
+import type { LedgerReports } from '../billing/reports.ts';
 import { requireApiKey } from './auth.ts';
+import { filteredLedger } from './ledger-export.ts';
 import { authOf } from './context.ts';
 import { requireScope } from '../tenants/auth-context.ts';
 
@@ -22,6 +24,10 @@ export interface BillingRouteDeps {
   limits: LimitsService;
   tenants: TenantService;
   ajv: Ajv2020;
+  /** The ledger's filters and CSV export (GET /v1/ledger?type=&from=&to=&format=csv). */
+  reports?: LedgerReports;
+  /** The tenant views' authentication (default: the API key alone; the console adds its session). */
+  auth?: RequestHandler;
 }
 
 const CREDITS = { type: 'string', pattern: '^-?[0-9]{1,12}(\\.[0-9]{1,3})?$' };
@@ -142,7 +148,7 @@ async function limitsView(deps: BillingRouteDeps, tenantId: string): Promise<Rec
 /** The tenant's own views, with its API key (scope console:read). */
 export function tenantBillingRouter(deps: BillingRouteDeps): Router {
   const router = express.Router();
-  const auth = requireApiKey(deps.tenants);
+  const auth = deps.auth ?? requireApiKey(deps.tenants);
   router.get('/v1/balance', auth, async (_req, res) => {
     const a = authOf(res);
     requireScope(a, 'console', 'read');
@@ -151,6 +157,7 @@ export function tenantBillingRouter(deps: BillingRouteDeps): Router {
   router.get('/v1/ledger', auth, async (req, res) => {
     const a = authOf(res);
     requireScope(a, 'console', 'read');
+    if (deps.reports && (await filteredLedger(req, res, a.tenantId, deps.reports, entryView))) return;
     const page = await deps.billing.listLedger(a.tenantId, ledgerQuery(req));
     res.json({ data: page.entries.map(entryView), next_cursor: page.next_cursor });
   });

@@ -9,19 +9,21 @@ import { MemoryJobScheduler, type JobErrorReporter, type JobScheduler } from '..
 import type { RateCountersFactory } from '../limits/store.ts';
 import type { LimitsStore } from '../limits/store.ts';
 import type { TaskStore } from '../tasks/store.ts';
-import type { TenantStore } from '../tenants/store.ts';
+import type { SessionStore, TenantStore } from '../tenants/store.ts';
 import type { WebhookStore } from '../webhooks/store.ts';
 import { MemoryIdempotencyStore } from './memory/idempotency.ts';
 import { MemoryLimitsStore } from './memory/limits.ts';
 import { memoryRateCounters } from './memory/rate-counters.ts';
 import { MemoryTaskStore } from './memory/tasks.ts';
 import { MemoryTenantStore } from './memory/tenants.ts';
+import { MemorySessionStore } from './memory/sessions.ts';
+import { SESSION_LIFETIME_CAP_MS } from '../tenants/sessions.ts';
 import { MemoryWalletStore } from './memory/wallets.ts';
 import { MemoryWebhookStore } from './memory/webhooks.ts';
 import { within } from '../util/within.ts';
 import { failFastClient, jobWorkerCluster, pingAll } from './redis/client.ts';
 import {
-  RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateCounters,
+  RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisSessionStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateCounters,
 } from './redis/index.ts';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -29,6 +31,8 @@ export type Role = 'all' | 'api' | 'worker';
 export interface Stores {
   tasks: TaskStore;
   tenants: TenantStore;
+  /** Console sessions (engine/tenants/sessions.ts). */
+  sessions: SessionStore;
   wallets: WalletStore;
   limits: LimitsStore;
   idempotency: IdempotencyStore;
@@ -55,6 +59,7 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
     return {
       tasks: new MemoryTaskStore({ finishedTtlMs }),
       tenants: new MemoryTenantStore(),
+      sessions: new MemorySessionStore(),
       wallets: new MemoryWalletStore({ ledgerEntries: config.store.memory_ledger_entries, closedHoldTtlMs: finishedTtlMs }),
       limits: new MemoryLimitsStore(),
       rateCounters: memoryRateCounters,
@@ -99,6 +104,7 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
   return {
     tasks: new RedisTaskStore({ ...o, finishedTtlMs }),
     tenants: new RedisTenantStore(o),
+    sessions: new RedisSessionStore({ ...o, maxLifetimeMs: SESSION_LIFETIME_CAP_MS }),
     wallets: new RedisWalletStore(o),
     limits: new RedisLimitsStore(o),
     idempotency: new RedisIdempotencyStore(o),

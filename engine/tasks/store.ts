@@ -24,4 +24,25 @@ export interface TaskStore {
    * True when it was deleted; false when missing or already terminal (then it is kept).
    */
   discard(id: string): Promise<boolean>;
+  /**
+   * One step of a tenant's task listing (the console's GET /v1/tasks), newest first: the tasks
+   * of the next `count` entries of the tenant's index after `after` (a task id; from the newest
+   * without it) created in [from, to) (epoch ms). Entries whose task is gone are skipped. `last`
+   * is the last entry read (the next step's `after`); `end` says the index has no more in range.
+   * Undefined when `after` is not in the tenant's index (an unknown or foreign cursor).
+   */
+  listByTenant(tenantId: string, q: TenantTaskStep): Promise<TenantTaskBatch | undefined>;
+}
+
+export interface TenantTaskStep {
+  after?: string;
+  from?: number;
+  to?: number;
+  count: number;
+}
+
+export interface TenantTaskBatch {
+  tasks: TaskRecord[];
+  last?: string;
+  end: boolean;
 }

@@ -99,7 +99,24 @@ export class TenantService {
     const m = header ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
     if (!header) throw new GatewayError(1001, 'Missing API key: send Authorization: Bearer <API_KEY>.', { headers: { 'WWW-Authenticate': 'Bearer' } });
     if (!m) throw new GatewayError(1001, 'Malformed Authorization header: expected Bearer <API_KEY>.', { headers: { 'WWW-Authenticate': 'Bearer' } });
-    const key = await this.store.findKeyByHash(hashKey(m[1]!));
+    return this.authenticateSecret(m[1]!);
+  }
+
+  /** A key's secret (the console's sign-in) → who is calling; the same refusals as a bearer header. */
+  async authenticateSecret(secret: string): Promise<AuthContext> {
+    return this.usable(await this.store.findKeyByHash(hashKey(secret)));
+  }
+
+  /** The context of the key `keyId` if it is still usable (a console session checks its key on every use). */
+  async keyContext(keyId: string): Promise<AuthContext> {
+    return this.usable(await this.store.getKey(keyId));
+  }
+
+  getKey(id: string): Promise<ApiKeyRecord | undefined> {
+    return this.store.getKey(id);
+  }
+
+  private async usable(key: ApiKeyRecord | undefined): Promise<AuthContext> {
     const invalid = (why: string) => new GatewayError(1001, why, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
     if (!key) throw invalid('Invalid API key.');
     if (key.revoked_at) throw invalid('This API key has been revoked.');

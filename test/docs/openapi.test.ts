@@ -27,7 +27,7 @@ describe('gateway openapi', () => {
     const doc: Doc = buildOpenApi([...folderSet(dir).vendors.values()].map((v) => v.descriptor));
     await SwaggerParser.validate(structuredClone(doc) as any);
     expect(doc.openapi).to.equal('3.1.0');
-    expect(Object.keys(doc.paths).sort()).to.deep.equal([
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith('/vendors/')).sort()).to.deep.equal([
       '/vendors/acme/v1/generation',
       '/vendors/acme/v1/generation/{task_id}',
       '/vendors/acme_chat/v1/chat/completions',
@@ -48,6 +48,23 @@ describe('gateway openapi', () => {
     expect(doc.components.securitySchemes.bearer).to.include({ type: 'http', scheme: 'bearer' });
     expect(doc.security).to.deep.equal([{ bearer: [] }]);
     expect(Object.keys(doc.webhooks)).to.deep.equal(['task.created', 'task.succeeded', 'task.failed', 'balance.low']);
+  });
+
+  it('describes the console routes (docs/console-api.md): sessions and the tenant self-service API', async () => {
+    const doc: Doc = buildOpenApi([]);
+    await SwaggerParser.validate(structuredClone(doc) as any);
+    const methods = (path: string) => Object.keys(doc.paths[path] ?? {}).sort();
+    expect(methods('/console/v1/session')).to.deep.equal(['delete', 'get', 'post']);
+    expect(methods('/console/v1/admin-session')).to.deep.equal(['delete', 'get', 'post']);
+    expect(methods('/v1/keys')).to.deep.equal(['get', 'post']);
+    expect(methods('/v1/keys/{id}')).to.deep.equal(['delete']);
+    for (const p of ['/v1/tasks', '/v1/tasks/{id}', '/v1/usage', '/v1/balance', '/v1/ledger']) expect(methods(p), p).to.deep.equal(['get']);
+    expect(doc.paths['/v1/keys'].post.security).to.deep.include({ console_session: [] });
+    expect(doc.paths['/v1/keys'].post.responses['403']['x-error-codes']).to.deep.equal([1002]);
+    expect(doc.paths['/v1/ledger'].get.responses['200'].content).to.have.keys('application/json', 'text/csv');
+    expect(doc.paths['/console/v1/session'].post.security).to.deep.equal([]);
+    expect(doc.components.securitySchemes.console_session).to.include({ type: 'apiKey', in: 'cookie', name: 'gw_session' });
+    expect(doc.components.schemas.console_usage.required).to.deep.equal(['from', 'to', 'data', 'total_credits']);
   });
 
   it('bundles shared schemas that request schemas $ref, and the document still validates', async () => {

@@ -54,6 +54,20 @@ describe('authentication and the admin API', () => {
     expect(r.body.detail).to.match(/revoked/);
   });
 
+  it('disabling a tenant refuses its keys at once; enabling it lets them in again', async () => {
+    const t = await admin('POST', '/tenants', { name: 'Paused Ltd' });
+    const k = await admin('POST', `/tenants/${t.body.id}/keys`, {});
+    const read = () => call(gw.url, 'GET', `${IMAGES}/9b2f0c1e-4a57-4c43-9d5e-6f1f4b1c2a3d`, { key: k.body.key });
+    const off = await admin('PATCH', `/tenants/${t.body.id}`, { disabled: true });
+    expect([off.status, off.body.disabled]).to.deep.equal([200, true]);
+    expect((await read()).status).to.equal(401);
+    const on = await admin('PATCH', `/tenants/${t.body.id}`, { disabled: false });
+    expect([on.status, on.body.disabled]).to.deep.equal([200, false]);
+    expect((await read()).status).to.equal(404);
+    expect((await admin('PATCH', `/tenants/${t.body.id}`, { disabled: 'yes' })).status).to.equal(400);
+    expect((await admin('PATCH', '/tenants/no-such-tenant', { disabled: true })).status).to.equal(404);
+  });
+
   it('missing, malformed, unknown and expired keys → 401 / 1001', async () => {
     const t = await admin('POST', '/tenants', { name: 'Temp' });
     const expired = await gw.tenants.issueKey(t.body.id, { expires_at: new Date(Date.now() - 1000).toISOString() });

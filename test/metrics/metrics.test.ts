@@ -143,7 +143,11 @@ describe('Prometheus metrics', function () {
       await stream.text();
       await waitFor(() => hooks >= 2, 10_000, 'the retried delivery');
       let after = await scrape(run.metricsUrl!);
-      for (let i = 0; i < 100 && value(after, 'gateway_webhook_attempts_total', { outcome: 'delivered' }) === value(before, 'gateway_webhook_attempts_total', { outcome: 'delivered' }); i++) {
+      // The delivery's success and the stream's access line (written once its charge is recorded) come after the client saw them.
+      const settledIn = (text: string) =>
+        value(text, 'gateway_webhook_attempts_total', { outcome: 'delivered' }) > value(before, 'gateway_webhook_attempts_total', { outcome: 'delivered' }) &&
+        value(text, 'gateway_upstream_time_to_first_byte_seconds_count', { vendor: 'provider_c' }) > value(before, 'gateway_upstream_time_to_first_byte_seconds_count', { vendor: 'provider_c' });
+      for (let i = 0; i < 100 && !settledIn(after); i++) {
         await new Promise((resolve) => setTimeout(resolve, 20));
         after = await scrape(run.metricsUrl!);
       }

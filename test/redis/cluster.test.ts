@@ -218,6 +218,35 @@ describe('redis cluster: two gateway processes over three masters', function () 
     }
   });
 
+  it('serves the console from either process: sessions, the task list (tenant index) and usage', async () => {
+    const { key } = await tenantWithKey(a.url);
+    const signIn = await call(a.url, 'POST', '/console/v1/session', { body: { api_key: key } });
+    expect(signIn.status, signIn.text).to.equal(201);
+    const cookie = signIn.headers.getSetCookie()[0]!.split(';')[0]!;
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const created = await call((i % 2 ? a : b).url, 'POST', IMAGES, { key, body: { prompt: `console task ${i}` } });
+      expect(created.status, created.text).to.equal(202);
+      ids.push(created.body.task_info.id);
+    }
+    await Promise.all(ids.map((id) => completed(key, id)));
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (let i = 0; i < 2; i++) {
+      const page = await call((i ? a : b).url, 'GET', `/v1/tasks?limit=3${cursor ? `&starting_after=${cursor}` : ''}`, { headers: { cookie } });
+      expect(page.status, page.text).to.equal(200);
+      seen.push(...page.body.data.map((t: { task_info: { id: string } }) => t.task_info.id));
+      cursor = page.body.next_cursor;
+    }
+    expect(cursor).to.equal(null);
+    expect([...seen].sort()).to.deep.equal([...ids].sort());
+    const usage = await call(b.url, 'GET', '/v1/usage', { headers: { cookie } });
+    expect(usage.body.total_credits, usage.text).to.equal('204.000'); // 6 × 34 credits, as the ledger settled them
+    const out = await call(b.url, 'DELETE', '/console/v1/session', { headers: { cookie, origin: b.url } });
+    expect(out.status).to.equal(204);
+    expect((await call(a.url, 'GET', '/v1/tasks', { headers: { cookie } })).status).to.equal(401);
+  });
+
   it('counts a key\'s request rate across both processes exactly', async () => {
     const { tenantId, key } = await tenantWithKey(a.url);
     await admin(a.url, 'PUT', `/tenants/${tenantId}/limits`, { rate: { key: { per_minute: 10 } } });

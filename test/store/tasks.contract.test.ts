@@ -181,6 +181,32 @@ forEachBackend('TaskStore contract', (env) => {
     expect(await a.listUnsettled(100)).to.have.length(5);
   });
 
+  it('lists a tenant\'s tasks newest first, step by step from a cursor, within a creation-time range', async () => {
+    const at = (i: number) => new Date(Date.parse('2026-01-01T00:00:00.000Z') + i * 1000).toISOString();
+    for (let i = 0; i < 6; i++) await a.create(task(`n${i}`, { created_at: at(i) }));
+    await a.create(task('other', { tenant_id: 'someone-else', created_at: at(9) }));
+    const ids = (batch: { tasks: TaskRecord[] } | undefined) => batch!.tasks.map((t) => t.id);
+    const first = await b.listByTenant(T, { count: 4 });
+    expect(ids(first)).to.deep.equal(['n5', 'n4', 'n3', 'n2']);
+    expect(first).to.include({ last: 'n2', end: false });
+    const second = await b.listByTenant(T, { after: 'n2', count: 4 });
+    expect(ids(second)).to.deep.equal(['n1', 'n0']);
+    expect(second?.end).to.equal(true);
+    expect(await b.listByTenant(T, { after: 'other', count: 4 })).to.equal(undefined); // another tenant's cursor
+    expect(await b.listByTenant(T, { after: 'nope', count: 4 })).to.equal(undefined);
+    const range = await a.listByTenant(T, { from: Date.parse(at(1)), to: Date.parse(at(4)), count: 10 });
+    expect(ids(range)).to.deep.equal(['n3', 'n2', 'n1']);
+    expect(range?.end).to.equal(true);
+    expect(ids(await a.listByTenant(T, { after: 'n3', from: Date.parse(at(2)), count: 10 }))).to.deep.equal(['n2']);
+    // Records are the stored ones; a discarded task leaves the listing.
+    await a.transition('n4', ['pending'], { status: 'processing' });
+    expect((await b.listByTenant(T, { count: 2 }))!.tasks[1]).to.include({ id: 'n4', status: 'processing' });
+    expect(await b.discard('n5')).to.equal(true);
+    expect(ids(await a.listByTenant(T, { count: 2 }))).to.deep.equal(['n4', 'n3']);
+    expect(ids(await a.listByTenant('someone-else', { count: 10 }))).to.deep.equal(['other']);
+    expect(await a.listByTenant('nobody', { count: 10 })).to.deep.equal({ tasks: [], last: undefined, end: true });
+  });
+
   if (!env.isRedis) {
     describe('memory specifics', () => {
       it('finishedTtlMs: a finished task is forgotten after the retention period, an active or unfinalized one never', async () => {
@@ -198,6 +224,7 @@ forEachBackend('TaskStore contract', (env) => {
         clock.advance(1);
         await s.create(task('later2'));
         expect(await s.get('done')).to.equal(undefined);
+        expect((await s.listByTenant(T, { count: 10 }))!.tasks.map((t) => t.id)).not.to.include('done');
         clock.advance(3_600_000);
         await s.create(task('later3'));
         expect(await s.get('unsettled')).to.have.property('status', 'failed');
@@ -219,11 +246,12 @@ forEachBackend('TaskStore contract', (env) => {
 
   if (env.isRedis) {
     describe('redis specifics', () => {
-      it('keeps each task in one self-contained key with its own hash tag, plus the unsettled index', async () => {
+      it('keeps each task in one self-contained key with its own hash tag, plus the unsettled and tenant indexes', async () => {
         await a.create(task('t1'));
         await a.create(task('t2'));
         await a.transition('t2', ['pending'], { status: 'completed', finalized: true });
-        expect(await keysUnder(env.a, prefix)).to.deep.equal([`${prefix}tasks:unsettled`, `${prefix}{task:t1}`, `${prefix}{task:t2}`]);
+        expect(await keysUnder(env.a, prefix)).to.deep.equal([`${prefix}tasks:unsettled`, `${prefix}{t:${T}}:tasks`, `${prefix}{task:t1}`, `${prefix}{task:t2}`]);
+        expect(await env.a.zrange(`${prefix}{t:${T}}:tasks`, '0', '-1')).to.deep.equal(['t1', 't2']);
         expect(await env.a.zrange(`${prefix}tasks:unsettled`, '0', '-1')).to.deep.equal(['t1']);
         expect(await env.a.pttl(`${prefix}{task:t2}`)).to.equal(-1); // finished tasks are kept by default
       });
@@ -258,6 +286,27 @@ forEachBackend('TaskStore contract', (env) => {
         await env.a.zadd(index, (Date.now() - 120_000) * 1000, 'orphan-old', Date.now() * 1000 + 999, 'in-flight');
         expect((await a.listUnsettled(10)).map((t) => t.id)).to.deep.equal(['t1']);
         expect((await env.a.zrange(index, '0', '-1')).sort()).to.deep.equal(['in-flight', 't1']);
+      });
+
+      it('keeps the tenant index bounded: expired tasks leave it when listed, and creates trim it past the retention', async () => {
+        const index = `${prefix}{t:${T}}:tasks`;
+        const s = new RedisTaskStore({ client: env.a, prefix, finishedTtlMs: 60_000 });
+        const old = (Date.now() - 120_000) * 1000;
+        // Entries whose task is gone: one old enough to be an expired task, one a create in flight.
+        await env.a.zadd(index, old, 'expired', Date.now() * 1000 + 999, 'in-flight');
+        await s.create(task('t1', { created_at: new Date().toISOString() }));
+        await s.create(task('t0', { created_at: new Date(Date.now() - 180_000).toISOString() }));
+        expect((await s.listByTenant(T, { count: 10 }))!.tasks.map((t) => t.id)).to.deep.equal(['t1', 't0']);
+        expect((await env.a.zrange(index, '0', '-1')).sort()).to.deep.equal(['in-flight', 't0', 't1']);
+        // The last entry read is the next step's cursor: even gone, it stays until a step reads past it.
+        await env.a.zadd(index, (Date.now() - 240_000) * 1000, 'expired-last');
+        const step = await s.listByTenant(T, { after: 't0', count: 1 });
+        expect(step).to.deep.equal({ tasks: [], last: 'expired-last', end: false });
+        expect(await s.listByTenant(T, { after: 'expired-last', count: 1 })).to.deep.equal({ tasks: [], last: undefined, end: true });
+        // Past the retention plus a week, an entry is trimmed by the next create without being listed.
+        await env.a.zadd(index, (Date.now() - 60_000 - 8 * 86_400_000) * 1000, 'ancient');
+        await s.create(task('t2', { created_at: new Date().toISOString() }));
+        expect((await env.a.zrange(index, '0', '-1')).sort()).to.deep.equal(['expired-last', 'in-flight', 't0', 't1', 't2']);
       });
 
       it('reloads its scripts after SCRIPT FLUSH (a restarted or flushed Redis)', async () => {

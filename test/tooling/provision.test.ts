@@ -37,6 +37,13 @@ describe('npm test provisioning (test/provision.ts)', () => {
     expect(r.stderr).to.include('sudo apt-get update && sudo apt-get install -y --no-install-recommends prometheus\n');
   });
 
+  it('names the chromium package when the browser of the console tests is missing', () => {
+    const r = runUnprivileged({ CHROMIUM: '/nonexistent/chromium' });
+    expect(r.status, r.stderr).to.equal(1);
+    expect(r.stderr).to.include('chromium is missing');
+    expect(r.stderr).to.include('sudo apt-get update && sudo apt-get install -y --no-install-recommends chromium\n');
+  });
+
   it('lists every missing package in one command', () => {
     const r = runUnprivileged({ REDIS_SERVER: '/nonexistent/redis-server', PROMTOOL: '/nonexistent/promtool' });
     expect(r.status, r.stderr).to.equal(1);

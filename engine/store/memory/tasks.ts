@@ -3,7 +3,7 @@
 // itself instead of a deep copy (copies were ~8% of a create's CPU), and cannot change it.
 // Finished tasks (terminal and finalized) are forgotten `finishedTtlMs` after they finished,
 // like the Redis adapter's TTL: a queue in finishing order, trimmed as tasks are created.
-import type { TaskStore } from '../../tasks/store.ts';
+import type { TaskStore, TenantTaskBatch, TenantTaskStep } from '../../tasks/store.ts';
 import { TERMINAL, type TaskRecord, type TaskStatus } from '../../tasks/task.ts';
 import { systemClock, type Clock } from '../../util/clock.ts';
 import { ExpiryQueue } from './expiry-queue.ts';
@@ -21,6 +21,8 @@ export class MemoryTaskStore implements TaskStore {
   private readonly unsettled = new Set<string>();
   /** Finished tasks, in finishing order. */
   private readonly finished: ExpiryQueue<string>;
+  /** Each tenant's task ids in creation order (the console's listing). */
+  private readonly byTenant = new Map<string, Set<string>>();
 
   constructor(opts: MemoryTaskStoreOptions = {}) {
     this.finished = new ExpiryQueue(opts.finishedTtlMs ?? 0, opts.clock ?? systemClock, 'finishedTtlMs');
@@ -28,9 +30,12 @@ export class MemoryTaskStore implements TaskStore {
 
   async create(task: TaskRecord): Promise<void> {
     if (this.tasks.has(task.id)) throw new Error(`task ${task.id} exists`);
-    this.finished.expire((id) => this.tasks.delete(id));
+    this.finished.expire((id) => this.forget(id));
     this.tasks.set(task.id, snapshot(task));
     this.unsettled.add(task.id);
+    let ids = this.byTenant.get(task.tenant_id);
+    if (!ids) this.byTenant.set(task.tenant_id, (ids = new Set()));
+    ids.add(task.id);
   }
 
   async get(id: string): Promise<TaskRecord | undefined> {
@@ -63,9 +68,39 @@ export class MemoryTaskStore implements TaskStore {
   async discard(id: string): Promise<boolean> {
     const t = this.tasks.get(id);
     if (!t || TERMINAL.has(t.status)) return false;
-    this.tasks.delete(id);
+    this.forget(id);
     this.unsettled.delete(id);
     return true;
+  }
+
+  async listByTenant(tenantId: string, q: TenantTaskStep): Promise<TenantTaskBatch | undefined> {
+    const ids = [...(this.byTenant.get(tenantId) ?? [])].reverse();
+    let i = 0;
+    if (q.after !== undefined) {
+      i = ids.indexOf(q.after) + 1;
+      if (i === 0) return undefined;
+    }
+    const tasks: TaskRecord[] = [];
+    let last: string | undefined;
+    for (let read = 0; i < ids.length && read < q.count; i++) {
+      const t = this.tasks.get(ids[i]!)!;
+      const at = Date.parse(t.created_at);
+      if (q.to !== undefined && at >= q.to) continue; // newer than the range: skipped, not counted
+      if (q.from !== undefined && at < q.from) return { tasks, last, end: true };
+      read++;
+      last = t.id;
+      tasks.push(t);
+    }
+    return { tasks, last, end: i >= ids.length };
+  }
+
+  private forget(id: string): void {
+    const t = this.tasks.get(id);
+    if (!t) return;
+    this.tasks.delete(id);
+    const ids = this.byTenant.get(t.tenant_id);
+    ids?.delete(id);
+    if (ids?.size === 0) this.byTenant.delete(t.tenant_id);
   }
 }
 

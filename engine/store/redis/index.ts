@@ -9,3 +9,4 @@ export { RedisIdempotencyStore } from './idempotency.ts';
 export { RedisWebhookStore } from './webhooks.ts';
 export { redisRateCounters } from './rate.ts';
 export { RedisMediaStore } from './media.ts';
+export { RedisSessionStore } from './sessions.ts';

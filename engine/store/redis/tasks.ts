@@ -13,7 +13,16 @@
 //   discard:    the script deletes an active task (a refused create), then the id is ZREMed.
 // Finished tasks are kept (no TTL) unless `finishedTtlMs` is given: then the transition that
 // leaves a task terminal and finalized also sets that TTL on it.
-import type { TaskStore } from '../../tasks/store.ts';
+//
+// Each tenant's tasks are indexed for the console's listing in `<prefix>{t:<tenant>}:tasks`, a
+// sorted set scored like the unsettled index (creation µs + counter). It is another superset:
+//   create:  ADD_TO_TENANT (ZADD NX, and a trim of entries older than the retention plus
+//            TENANT_INDEX_MARGIN_MS, so the set of a tenant that never lists stays bounded) is
+//            sent with the unsettled ZADD, before the task (cluster) or in the same round trip;
+//   discard: the id is ZREMed with the unsettled entry;
+//   expiry:  the task key's TTL removes the task only; listByTenant drops entries whose task is
+//            gone once older than ORPHAN_GRACE_MS (the trim at create catches the rest).
+import type { TaskStore, TenantTaskBatch, TenantTaskStep } from '../../tasks/store.ts';
 import { TERMINAL, type TaskRecord, type TaskStatus } from '../../tasks/task.ts';
 import { decodeRecord, encodePatch, encodeRecord, jsonValue } from './codec.ts';
 import { Keys, type RedisStoreOptions } from './keys.ts';
@@ -25,6 +34,38 @@ export interface RedisTaskStoreOptions extends RedisStoreOptions {
 }
 
 const ORPHAN_GRACE_MS = 60_000;
+/** A task is created, runs (hours at most), then is kept for the retention: its entry outlives neither. */
+const TENANT_INDEX_MARGIN_MS = 7 * 24 * 3_600_000;
+
+// KEYS: tenant index. ARGV: score, id, trim-before score (0: keep all). Returns 1 when added.
+const ADD_TO_TENANT = lua(`
+local added = redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2])
+if tonumber(ARGV[3]) > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3]) end
+return added
+`);
+
+// KEYS: tenant index. ARGV: after id ('' = from the newest), min score ('' = none), max score
+// exclusive ('' = none), count. Returns {end (0/1), id, score, id, score...} newest first, or
+// false when the after id is not in the index. Ranks, not scores, carry the cursor: equal
+// scores (two processes in one µs) neither repeat nor skip an entry.
+const TENANT_PAGE = lua(`
+local start = 0
+if ARGV[3] ~= '' then start = redis.call('ZCOUNT', KEYS[1], ARGV[3], '+inf') end
+if ARGV[1] ~= '' then
+  local r = redis.call('ZREVRANK', KEYS[1], ARGV[1])
+  if not r then return false end
+  if r + 1 > start then start = r + 1 end
+end
+local n = tonumber(ARGV[4])
+local rows = redis.call('ZREVRANGE', KEYS[1], start, start + n - 1, 'WITHSCORES')
+local out = { #rows < 2 * n and 1 or 0 }
+for i = 1, #rows, 2 do
+  if ARGV[2] ~= '' and tonumber(rows[i + 1]) < tonumber(ARGV[2]) then out[1] = 1 break end
+  out[#out + 1] = rows[i]
+  out[#out + 1] = rows[i + 1]
+end
+return out
+`, { readOnly: true });
 
 const TERMINAL_JSON = [...TERMINAL].map((s) => `[${JSON.stringify(jsonValue(s))}]=true`).join(', ');
 
@@ -49,7 +90,8 @@ end
 return out
 `);
 
-// KEYS: task. Deletes the task unless it is terminal. Returns 1 deleted, 0 missing, -1 terminal (kept).
+// KEYS: task. Deletes the task unless it is terminal. Returns its tenant id (JSON) when deleted,
+// 0 missing, -1 terminal (kept).
 const DISCARD = lua(`
 local terminal = { ${TERMINAL_JSON} }
 local s = redis.call('GET', KEYS[1])
@@ -57,7 +99,7 @@ if not s then return 0 end
 local r = rec_decode(s)
 if terminal[r.status] then return -1 end
 redis.call('DEL', KEYS[1])
-return 1
+return r.tenant_id
 `);
 
 export class RedisTaskStore implements TaskStore {
@@ -75,14 +117,25 @@ export class RedisTaskStore implements TaskStore {
 
   async create(task: TaskRecord): Promise<void> {
     const index = this.index();
-    const zadd = () => this.client.zadd(index, 'NX', this.score(), task.id);
+    const score = this.score();
+    const tenantIndex = this.tenantIndex(task.tenant_id);
+    const trimBefore = this.finishedTtlMs > 0 ? score - (this.finishedTtlMs + TENANT_INDEX_MARGIN_MS) * 1000 : 0;
+    const zadd = () => this.client.zadd(index, 'NX', score, task.id);
+    const tadd = () => ADD_TO_TENANT.run(this.client, [tenantIndex], [tenantScore(task, score), task.id, trimBefore]);
     const set = () => this.client.set(this.keys.task(task.id), encodeRecord(task), 'NX');
-    // One connection runs its commands in order, so on one Redis the ZADD lands first within one
-    // round trip. A cluster keeps the index and the task on different nodes, over different
-    // connections: there the index is written first, and the task only once that succeeded.
-    const [indexed, ok] = this.client.isCluster ? [await zadd(), await set()] : await Promise.all([zadd(), set()]);
+    // One connection runs its commands in order, so on one Redis the ZADDs land first within one
+    // round trip. A cluster keeps the indexes and the task on different nodes, over different
+    // connections: there the indexes are written first, and the task only once that succeeded.
+    let indexed: number, tenantIndexed: unknown, ok: string | null;
+    if (this.client.isCluster) {
+      [indexed, tenantIndexed] = await Promise.all([zadd(), tadd()]);
+      ok = await set();
+    } else {
+      [indexed, tenantIndexed, ok] = await Promise.all([zadd(), tadd(), set()]);
+    }
     if (ok === 'OK') return;
     if (indexed === 1) await this.client.zrem(index, task.id);
+    if (tenantIndexed === 1) await this.client.zrem(tenantIndex, task.id);
     throw new Error(`task ${task.id} exists`);
   }
 
@@ -103,8 +156,32 @@ export class RedisTaskStore implements TaskStore {
   async discard(id: string): Promise<boolean> {
     const r = await DISCARD.run(this.client, [this.keys.task(id)], []);
     // The index (another slot) keeps a terminal task until it is finalized; else the entry goes.
-    if (r !== -1) await this.client.zrem(this.index(), id);
-    return r === 1;
+    const tenantId = typeof r === 'string' ? (JSON.parse(r) as string) : undefined;
+    if (r !== -1) await Promise.all([this.client.zrem(this.index(), id), tenantId !== undefined && this.client.zrem(this.tenantIndex(tenantId), id)]);
+    return tenantId !== undefined;
+  }
+
+  async listByTenant(tenantId: string, q: TenantTaskStep): Promise<TenantTaskBatch | undefined> {
+    const key = this.tenantIndex(tenantId);
+    const page = (await TENANT_PAGE.run(this.client, [key], [q.after ?? '', q.from === undefined ? '' : q.from * 1000, q.to === undefined ? '' : q.to * 1000, q.count])) as (string | number)[] | null;
+    if (!page) return undefined;
+    const ids: string[] = [];
+    const scores: number[] = [];
+    for (let i = 1; i < page.length; i += 2) {
+      ids.push(String(page[i]));
+      scores.push(Number(page[i + 1]));
+    }
+    const recs = await Promise.all(ids.map((id) => this.client.get(this.keys.task(id))));
+    const tasks: TaskRecord[] = [];
+    const stale: string[] = [];
+    const orphanBefore = (Date.now() - ORPHAN_GRACE_MS) * 1000;
+    recs.forEach((s, i) => {
+      if (s !== null) tasks.push(decodeRecord<TaskRecord>(s));
+      // The last entry is the next step's cursor: it stays until a later step reads past it.
+      else if (scores[i]! < orphanBefore && i < ids.length - 1) stale.push(ids[i]!);
+    });
+    if (stale.length > 0) await this.client.zrem(key, ...stale);
+    return { tasks, last: ids.at(-1), end: page[0] === 1 };
   }
 
   async listUnsettled(limit: number, afterId?: string): Promise<TaskRecord[]> {
@@ -145,9 +222,19 @@ export class RedisTaskStore implements TaskStore {
     return `${this.keys.prefix}tasks:unsettled`;
   }
 
+  private tenantIndex(tenantId: string): string {
+    return `${this.keys.tenant(tenantId)}tasks`;
+  }
+
   /** Creation order: wall-clock µs plus a per-process counter (exact in a double until 2255). */
   private score(): number {
     this.seq = (this.seq + 1) % 1000;
     return Date.now() * 1000 + this.seq;
   }
+}
+
+/** The tenant index orders by the record's created_at (what the time filters compare), same counter. */
+function tenantScore(task: TaskRecord, score: number): number {
+  const at = Date.parse(task.created_at);
+  return Number.isFinite(at) ? at * 1000 + (score % 1000) : score;
 }
