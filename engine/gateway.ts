@@ -113,7 +113,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       config,
       clock,
       dispatcher,
-      baseUrlFor: (vendor) => sandbox?.urlFor(vendor) ?? config.upstreams[vendor]?.base_url,
+      baseUrlFor: (vendor, member) => sandbox?.urlFor(vendor, member?.index ?? 0) ?? member?.base_url ?? config.upstreams[vendor]?.base_url,
     });
     stores = await createStores(config, role, (queue, jobId, err) => logger.error({ err, queue, job_id: jobId }, 'job failed'), (err) => logger.warn({ err }, 'redis connection trouble; reconnecting'));
   } catch (err) {
@@ -124,6 +124,9 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   }
   const routes = new Map<string, AsyncRoutePlan>();
   for (const v of vendors) for (const r of v.routes) if (r.kind === 'async') routes.set(r.key, r);
+  // Shared breakers are read at most once a second per member (scaled with the test clock).
+  const breakerCacheMs = config.store.kind === 'redis' ? Math.max(1, Math.min(1000, Math.round(1000 * config.timing.scale))) : 0;
+  for (const v of vendors) v.pool.attach(stores.breakers, breakerCacheMs);
 
   const { scheduler, tasks } = stores;
   const tenants = new TenantService(stores.tenants, clock);

@@ -87,9 +87,27 @@ function semanticProblems(config: GatewayConfig): ConfigProblem[] {
     }
   }
   problems.push(...clusterNodeProblems(config.store.redis_cluster_nodes ?? []));
+  problems.push(...poolProblems(config));
   if (config.tracing.enabled) problems.push(...endpointProblems(config.tracing.otlp_endpoint, '/tracing/otlp_endpoint'));
   if (!statSync(config.vendors.dir, { throwIfNoEntry: false })?.isDirectory()) {
     problems.push({ pointer: '/vendors/dir', message: `no such folder: ${config.vendors.dir}` });
+  }
+  return problems;
+}
+
+/** A pool's member ids name the tasks' members and metrics labels: unique; and one form per vendor. */
+function poolProblems(config: GatewayConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  for (const [vendor, up] of Object.entries(config.upstreams)) {
+    if (!up.members) continue;
+    if (up.base_url !== undefined) problems.push({ pointer: `/upstreams/${vendor}/base_url`, message: 'with members, each member has its own base_url' });
+    if (up.credentials !== undefined) problems.push({ pointer: `/upstreams/${vendor}/credentials`, message: 'with members, each member has its own credentials' });
+    const seen = new Set<string>();
+    up.members.forEach((m, i) => {
+      if (seen.has(m.id)) problems.push({ pointer: `/upstreams/${vendor}/members/${i}/id`, message: `member id ${JSON.stringify(m.id)} is used twice` });
+      seen.add(m.id);
+      if (!(m.weight > 0)) problems.push({ pointer: `/upstreams/${vendor}/members/${i}/weight`, message: 'a weight is above 0' });
+    });
   }
   return problems;
 }

@@ -66,8 +66,22 @@ export interface TracingConfig {
   export_delay_ms: number;
 }
 
+/** A vendor's upstream: one base URL (a pool of one, member "default"), or a pool of members. */
 export interface UpstreamConfig {
   base_url?: string;
   credentials?: Record<string, string>;
+  /** The single upstream's timeout; with members, the default of each member's. */
+  timeout_ms?: number;
+  members?: UpstreamMemberConfig[];
+  /** The members' circuit breaker (engine/upstream/pool.ts); defaults filled in by the schema. */
+  breaker?: { failures: number; cooldown_ms: number };
+}
+
+export interface UpstreamMemberConfig {
+  id: string;
+  base_url?: string;
+  credentials?: Record<string, string>;
+  /** Share of new calls among the healthy members (default 1). */
+  weight: number;
   timeout_ms?: number;
 }

@@ -4,6 +4,7 @@ import { compileRouteValidator, type RequestValidator } from '../validation/requ
 import type { MediaRule } from '../media/checks.ts';
 import { SCHEMA_BASE } from '../validation/ajv.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
+import type { UpstreamPool } from '../upstream/pool.ts';
 import type { CompiledErrorRule } from '../upstream/failure.ts';
 import { compilePricing, PricingConfigError, type PricingBlock, type PricePlan } from './pricing.ts';
 import { ExprError, type CompiledExpr } from '../util/expr.ts';
@@ -36,6 +37,8 @@ export interface AsyncRoutePlan {
     readonly taskId: CompiledExpr;
     readonly accept?: CompiledExpr;
     readonly errorMessage?: CompiledExpr;
+    /** The provider's idempotency header (descriptor upstream.submit_idempotency_header): sent with the task id on every member tried. */
+    readonly idempotencyHeader?: string;
   };
   readonly poll: {
     readonly method: string;
@@ -58,7 +61,9 @@ export interface AsyncRoutePlan {
   readonly maxExecutionMs: number;
   readonly pricing: PricePlan;
   readonly spec: RouteSpec;
+  /** The vendor's first pool member's client; calls go through `pool`. */
   readonly client: UpstreamClient;
+  readonly pool: UpstreamPool;
 }
 
 export interface StatusRoutePlan {
@@ -132,6 +137,7 @@ export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: str
       taskId: expr(`${p}/upstream/submit/task_id`, submit.task_id)!,
       accept: expr(`${p}/upstream/submit/accept`, submit.accept),
       errorMessage: expr(`${p}/upstream/submit/error_message`, submit.error_message),
+      idempotencyHeader: vc.submitIdempotencyHeader,
     }),
     poll: Object.freeze({
       method: poll.method ?? 'GET',
@@ -149,6 +155,7 @@ export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: str
     pricing: pricingPlan(vc, r, p),
     spec: r,
     client: vc.client,
+    pool: vc.pool,
   });
 }
 

@@ -4,6 +4,7 @@ import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { Dispatcher } from 'undici';
 import type { GatewayConfig } from '../config/types.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
+import type { UpstreamPool } from '../upstream/pool.ts';
 import type { CompiledErrorRule } from '../upstream/failure.ts';
 import type { Clock } from '../util/clock.ts';
 import type { CompiledExpr } from '../util/expr.ts';
@@ -14,14 +15,20 @@ export interface CompileContext {
   config: GatewayConfig;
   clock: Clock;
   dispatcher: Dispatcher;
-  /** Base URL of each vendor's upstream: config, or the sandbox simulator when it is on. */
-  baseUrlFor(vendor: string): string | undefined;
+  /**
+   * Base URL of each vendor's upstream (of its pool member `member.index`, whose configured URL
+   * is `member.base_url`): config, or the sandbox simulator when it is on.
+   */
+  baseUrlFor(vendor: string, member?: { index: number; base_url?: string }): string | undefined;
 }
 
 export interface VendorCompileContext {
   readonly ctx: CompileContext;
   readonly vendor: string;
   readonly client: UpstreamClient;
+  readonly pool: UpstreamPool;
+  /** upstream.submit_idempotency_header of the descriptor. */
+  readonly submitIdempotencyHeader?: string;
   readonly vendorRules: readonly CompiledErrorRule[];
   /** The descriptor's other routes (for cross-references such as tasks_of). */
   readonly siblings: readonly RouteSpec[];

@@ -5,6 +5,8 @@
 import { LoadError, type Problem } from '../config/yaml-source.ts';
 import { createAuth, MissingCredentialError } from '../upstream/auth-schemes.ts';
 import { UpstreamClient } from '../upstream/client.ts';
+import { UpstreamPool, type PoolMember } from '../upstream/pool.ts';
+import type { UpstreamMemberConfig } from '../config/types.ts';
 import type { CompiledErrorRule } from '../upstream/failure.ts';
 import { compileAsyncRoute, compileStatusRoute, type AsyncRoutePlan, type StatusRoutePlan } from './async-route.ts';
 import type { CompileContext, VendorCompileContext } from './compile-context.ts';
@@ -19,7 +21,9 @@ export type { AsyncRoutePlan, StatusRoutePlan, ProxyRoutePlan, CompileContext };
 export interface VendorPlan {
   readonly vendor: string;
   readonly title: string;
+  /** The first member's client (model lists, tools); tasks and proxied calls go through `pool`. */
   readonly client: UpstreamClient;
+  readonly pool: UpstreamPool;
   readonly routes: readonly RoutePlan[];
   readonly loaded: LoadedVendor;
 }
@@ -50,27 +54,43 @@ function compileVendor(v: LoadedVendor, ctx: CompileContext, problems: Problem[]
     (entries ?? []).map((e, i) => ({ when: expr(`${pointer}/${i}/when`, e.when)!, code: e.code, detail: expr(`${pointer}/${i}/detail`, e.detail) }));
 
   const upstreamConfig = ctx.config.upstreams[d.vendor] ?? {};
-  const baseUrl = ctx.baseUrlFor(d.vendor);
-  if (!baseUrl) at('/upstream', `no base URL for ${d.vendor}: set upstreams.${d.vendor}.base_url in the config (or turn the sandbox on)`);
-  let auth;
-  try {
-    auth = createAuth(d.upstream.auth, credentialsFor(upstreamConfig.credentials ?? {}, ctx.config.sandbox.enabled), ctx.clock);
-  } catch (err) {
-    if (!(err instanceof MissingCredentialError)) throw err;
-    at('/upstream/auth', `${err.message}: set upstreams.${d.vendor}.credentials in the config`);
-    auth = { headers: () => ({}) };
-  }
-  const client = new UpstreamClient({
-    vendor: d.vendor,
-    baseUrl: baseUrl ?? 'http://invalid.invalid',
-    auth,
-    timeoutMs: scaledTimeout(upstreamConfig.timeout_ms ?? d.upstream.timeout_ms ?? 30_000, ctx.config.timing.scale),
-    headers: d.upstream.headers,
-    dispatcher: ctx.dispatcher,
+  // The single form is a pool of one, member "default".
+  const memberConfigs: UpstreamMemberConfig[] = upstreamConfig.members ?? [
+    { id: 'default', base_url: upstreamConfig.base_url, credentials: upstreamConfig.credentials, weight: 1 },
+  ];
+  const members: PoolMember[] = memberConfigs.map((m, index) => {
+    const where = upstreamConfig.members ? `upstreams.${d.vendor}.members[${index}]` : `upstreams.${d.vendor}`;
+    const baseUrl = ctx.baseUrlFor(d.vendor, { index, base_url: m.base_url });
+    if (!baseUrl) at('/upstream', `no base URL for ${d.vendor}: set ${where}.base_url in the config (or turn the sandbox on)`);
+    let auth;
+    try {
+      auth = createAuth(d.upstream.auth, credentialsFor(m.credentials ?? {}, ctx.config.sandbox.enabled), ctx.clock);
+    } catch (err) {
+      if (!(err instanceof MissingCredentialError)) throw err;
+      at('/upstream/auth', `${err.message}: set ${where}.credentials in the config`);
+      auth = { headers: () => ({}) };
+    }
+    const client = new UpstreamClient({
+      vendor: d.vendor,
+      baseUrl: baseUrl ?? 'http://invalid.invalid',
+      auth,
+      timeoutMs: scaledTimeout(m.timeout_ms ?? upstreamConfig.timeout_ms ?? d.upstream.timeout_ms ?? 30_000, ctx.config.timing.scale),
+      headers: d.upstream.headers,
+      dispatcher: ctx.dispatcher,
+    });
+    return { id: m.id, weight: m.weight ?? 1, client };
   });
+  const breaker = upstreamConfig.breaker;
+  const pool = new UpstreamPool({
+    vendor: d.vendor,
+    members,
+    breaker: { failures: breaker?.failures ?? 3, cooldownMs: scaledTimeout(breaker?.cooldown_ms ?? 30_000, ctx.config.timing.scale) },
+    clock: ctx.clock,
+  });
+  const client = pool.first.client;
   const vendorRules = errorRules('/upstream/errors', d.upstream.errors);
 
-  const vc: VendorCompileContext = { ctx, vendor: d.vendor, client, vendorRules, expr, errorRules, at, scale: ctx.config.timing.scale, siblings: d.routes };
+  const vc: VendorCompileContext = { ctx, vendor: d.vendor, client, pool, submitIdempotencyHeader: d.upstream.submit_idempotency_header, vendorRules, expr, errorRules, at, scale: ctx.config.timing.scale, siblings: d.routes };
   const routes: RoutePlan[] = d.routes.map((r, i): RoutePlan => {
     const p = `/routes/${i}`;
     if (r.kind === 'status') return compileStatusRoute(vc, r, p);
@@ -83,6 +103,7 @@ function compileVendor(v: LoadedVendor, ctx: CompileContext, problems: Problem[]
     vendor: d.vendor,
     title: d.title ?? d.vendor,
     client,
+    pool,
     routes: Object.freeze(routes),
     loaded: v,
   });

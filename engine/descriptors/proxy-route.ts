@@ -8,6 +8,7 @@ import { compileGetter, compileItemsWalker, globMatcher, topKey, type Getter } f
 import { compileTokenPrices, type TokenPricer } from './token-prices.ts';
 import type { AuthPlugin } from '../upstream/auth-schemes.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
+import type { UpstreamPool } from '../upstream/pool.ts';
 import type { CompiledErrorRule } from '../upstream/failure.ts';
 import { SCHEMA_BASE } from '../validation/ajv.ts';
 import { compileRequestValidator, type RequestValidator } from '../validation/request-validator.ts';
@@ -38,6 +39,9 @@ export interface ProxyRoutePlan {
     readonly auth: AuthPlugin;
     readonly dispatcher: Dispatcher;
     readonly client: UpstreamClient;
+    /** The vendor's pool, and where each of its members is reached for this route (the first is the fields above). */
+    readonly pool: UpstreamPool;
+    readonly targets: ReadonlyMap<string, ProxyTarget>;
   };
   readonly model?: Getter;
   readonly stream?: { readonly flag: Getter; readonly usageOption?: string; readonly usageOptionValue?: Getter };
@@ -58,6 +62,16 @@ export interface ProxyRoutePlan {
 }
 
 const DEFAULT_MAX_BODY = 1024 * 1024;
+
+/** One pool member as a proxied route reaches it. */
+export interface ProxyTarget {
+  readonly origin: string;
+  readonly path: string;
+  readonly timeoutMs: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly auth: AuthPlugin;
+  readonly dispatcher: Dispatcher;
+}
 
 export function compileProxyRoute(vc: VendorCompileContext, r: RouteSpec, p: string): ProxyRoutePlan {
   const { at } = vc;
@@ -89,13 +103,25 @@ export function compileProxyRoute(vc: VendorCompileContext, r: RouteSpec, p: str
     else pricedBy = compileTokenPrices(other.proxy.token_prices, creditsPerUsd);
   }
 
-  let base: URL;
-  try {
-    base = new URL(vc.client.baseUrl);
-  } catch {
-    at('/upstream', `the base URL ${JSON.stringify(vc.client.baseUrl)} is not a URL`);
-    base = new URL('http://invalid.invalid');
+  const targets = new Map<string, ProxyTarget>();
+  for (const m of vc.pool.members) {
+    let base: URL;
+    try {
+      base = new URL(m.client.baseUrl);
+    } catch {
+      at('/upstream', `the base URL ${JSON.stringify(m.client.baseUrl)} is not a URL`);
+      base = new URL('http://invalid.invalid');
+    }
+    targets.set(m.id, Object.freeze({
+      origin: base.origin,
+      path: `${base.pathname.replace(/\/+$/, '')}${px.path}`,
+      timeoutMs: m.client.timeoutMs,
+      headers: Object.freeze({ 'accept-encoding': 'identity', ...lowerKeys(m.client.fixedHeaders) }),
+      auth: m.client.auth,
+      dispatcher: m.client.dispatcher,
+    }));
   }
+  const first = targets.get(vc.pool.first.id)!;
   const include = px.list?.include ? globMatcher(px.list.include) : () => true;
   const exclude = px.list?.exclude ? globMatcher(px.list.exclude) : () => false;
 
@@ -110,14 +136,11 @@ export function compileProxyRoute(vc: VendorCompileContext, r: RouteSpec, p: str
     validate,
     maxBodyBytes: r.request?.max_body_bytes ?? DEFAULT_MAX_BODY,
     upstream: Object.freeze({
-      origin: base.origin,
-      path: `${base.pathname.replace(/\/+$/, '')}${px.path}`,
+      ...first,
       relPath: px.path,
-      timeoutMs: vc.client.timeoutMs,
-      headers: Object.freeze({ 'accept-encoding': 'identity', ...lowerKeys(vc.client.fixedHeaders) }),
-      auth: vc.client.auth,
-      dispatcher: vc.client.dispatcher,
       client: vc.client,
+      pool: vc.pool,
+      targets,
     }),
     model: px.model || r.method === 'POST' ? compileGetter(px.model ?? 'model') : undefined,
     stream: px.stream

@@ -15,6 +15,8 @@ export interface VendorDescriptor {
     timeout_ms?: number;
     headers?: Record<string, string>;
     errors?: ErrorMapEntry[];
+    /** Where the provider documents an idempotency header for submissions: its name (the key is the task id). */
+    submit_idempotency_header?: string;
   };
   sandbox?: {
     prompt?: string;

@@ -24,7 +24,7 @@ export interface OpenApiOptions {
 type Doc = JsonObject;
 
 const COMPONENT = '#/components/schemas/';
-const TASK_ERROR_CODES = [3001, 3002, 3003, 3004, 3005, 4002, 4008];
+const TASK_ERROR_CODES = [3001, 3002, 3003, 3004, 3005, 4002, 4008, 4009];
 
 export function buildOpenApi(descriptors: readonly VendorDescriptor[], opts: OpenApiOptions = {}): Doc {
   const registry = opts.registry ?? registryFromDir();
@@ -92,10 +92,12 @@ export function buildOpenApi(descriptors: readonly VendorDescriptor[], opts: Ope
         schemas[`${id}_task`] = taskResponseSchema([r]);
         setOp(paths, clientPath, 'post', createOperation(d, r, `${id}_create`, requestRef, validationCodes));
         setOp(paths, `${clientPath}/{task_id}`, 'get', readOperation(d, r, `${id}_get`, `${COMPONENT}${id}_task`));
+        setOp(paths, `${clientPath}/{task_id}/cancel`, 'post', cancelOperation(d, r, `${id}_cancel`, `${COMPONENT}${id}_task`));
       } else if (r.kind === 'status') {
         const of = (r.tasks_of ?? []).map((t) => byId.get(t)).filter((x): x is RouteSpec => Boolean(x));
         schemas[`${id}_task`] = taskResponseSchema(of);
         setOp(paths, `${clientPath}/{task_id}`, 'get', readOperation(d, r, `${id}_get`, `${COMPONENT}${id}_task`));
+        setOp(paths, `${clientPath}/{task_id}/cancel`, 'post', cancelOperation(d, r, `${id}_cancel`, `${COMPONENT}${id}_task`));
       } else {
         [clientPath, ...(r.aliases ?? [])].forEach((p, i) => setOp(paths, p, r.method.toLowerCase(), proxyOperation(d, r, `${id}${i === 0 ? '' : `_alias${i}`}`, requestRef, validationCodes)));
       }
@@ -114,7 +116,7 @@ export function buildOpenApi(descriptors: readonly VendorDescriptor[], opts: Ope
       description:
         'One base address and one API key for many model providers. Asynchronous routes answer a POST with `task_info` ' +
         '(status `pending`); GET the same path followed by `/{task_id}` for the latest status and, once `completed`, the result ' +
-        'fields beside `task_info`. Errors are RFC 9457 problem bodies carrying a service `error_code`. ' +
+        'fields beside `task_info`; POST `/{task_id}/cancel` cancels a task that has not finished. Errors are RFC 9457 problem bodies carrying a service `error_code`. ' +
         'Generated from the vendor descriptors.',
     },
     jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
@@ -187,6 +189,30 @@ function readOperation(d: VendorDescriptor, r: RouteSpec, operationId: string, r
       '200': { description: 'The task.', content: { 'application/json': { schema: { $ref: responseRef } } } },
       '400': problem([2001], 'task_id is not a UUID'),
       '404': problem([2005], 'No such task for this API key'),
+      ...commonErrors({ billed: false, post: false, quota: false }),
+    },
+  };
+}
+
+function cancelOperation(d: VendorDescriptor, r: RouteSpec, operationId: string, responseRef: string): JsonObject {
+  const conflict = problem([HTTP_ONLY.conflict.code], 'The task has already finished (completed, failed, or cancelled by an earlier call); the detail names its state and `task_info` carries it');
+  const schema = (conflict.content as JsonObject)['application/problem+json'] as JsonObject;
+  ((schema.schema as JsonObject).allOf as JsonObject[]).push({ required: ['task_info'], properties: { task_info: { $ref: `${COMPONENT}task_info` } } });
+  return {
+    operationId,
+    tags: [d.vendor],
+    summary: `${r.summary ?? r.id}: cancel the task`,
+    description:
+      'Cancels a `pending` or `processing` task (as Replicate\'s `POST /predictions/{id}/cancel`; no request body). It ends `failed` with ' +
+      '`task_info.error.code` 4009 (Task Cancelled), its credit hold is released in full (a cancelled task is not billed), `task.failed` ' +
+      'is sent, and the provider is asked to stop it where it can be. A task that finishes while the cancel arrives ends one way only: ' +
+      'completed and billed (this answers 409), or cancelled and released. Needs the `<vendor>:create` scope.',
+    parameters: [{ name: 'task_id', in: 'path', required: true, description: 'The task id returned at creation.', schema: { type: 'string', format: 'uuid' } }],
+    responses: {
+      '200': { description: 'Cancelled: the task as GET now answers it (status `failed`, error 4009).', content: { 'application/json': { schema: { $ref: responseRef } } } },
+      '400': problem([2001], 'task_id is not a UUID'),
+      '404': problem([2005], 'No such task for this API key'),
+      '409': conflict,
       ...commonErrors({ billed: false, post: false, quota: false }),
     },
   };

@@ -40,6 +40,10 @@ export const CATALOGUE = {
   4004: { status: 500, title: 'Internal Dependency Failed' },
   4005: { status: 500, title: 'Configuration Error' },
   4008: { status: 500, title: 'Task Execution Timeout' },
+  // The spec has no code for a task its client cancelled; 4009 is the next after the 4008 safety
+  // net (the other way a task is cut short). It only ever appears in task_info.error (the cancel
+  // request itself answers 200), so its status is the family's and is never sent.
+  4009: { status: 500, title: 'Task Cancelled' },
 } as const satisfies Record<number, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof CATALOGUE;

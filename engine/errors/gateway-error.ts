@@ -14,6 +14,8 @@ export interface GatewayErrorOptions {
   title?: string;
   errors?: FieldError[];
   headers?: Record<string, string>;
+  /** RFC 9457 extension members the problem body carries beside the standard ones. */
+  extensions?: Record<string, unknown>;
   cause?: unknown;
 }
 
@@ -24,6 +26,7 @@ export class GatewayError extends Error {
   readonly detail: string;
   readonly errors: FieldError[];
   readonly headers: Record<string, string>;
+  readonly extensions: Record<string, unknown>;
 
   constructor(code: ErrorCode | number, detail: string, opts: GatewayErrorOptions = {}) {
     super(detail, opts.cause === undefined ? undefined : { cause: opts.cause });
@@ -35,6 +38,7 @@ export class GatewayError extends Error {
     this.detail = detail;
     this.errors = opts.errors ?? [];
     this.headers = opts.headers ?? {};
+    this.extensions = opts.extensions ?? {};
   }
 
   /** The `{code, title, detail}` object carried in `task_info.error`. */

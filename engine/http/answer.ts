@@ -25,7 +25,9 @@ export function problemCodeOf(res: ServerResponse): number | undefined {
 
 /** `instance` is the request path; undefined (left out) when the request could not be parsed. */
 export function problemBody(err: GatewayError, instance: string | undefined, traceId: string | undefined): Record<string, unknown> {
+  // Extensions first, so none can overwrite a standard member.
   const body: Record<string, unknown> = {
+    ...err.extensions,
     type: `${PROBLEM_TYPE_BASE}#${err.code}`,
     title: err.title,
     status: err.status,

@@ -1,5 +1,6 @@
-// The data plane: every descriptor route (async create, task GET, status GET, sync and stream
-// proxy routes with their aliases, model lists) in one find-my-way table compiled once at start.
+// The data plane: every descriptor route (async create, task GET and cancel, status GET and
+// cancel, sync and stream proxy routes with their aliases, model lists) in one find-my-way table
+// compiled once at start.
 // Its handlers are the only implementation of those routes; they translate HTTP to the services
 // (engine/tasks/requests.ts, the proxy exchange) and back, and hold no descriptor work.
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -8,9 +9,9 @@ import type { ProxyRoutePlan } from '../descriptors/proxy-route.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { mediaBlobs } from '../media/blobs.ts';
 import type { LimitsService } from '../limits/service.ts';
-import { requireScope } from '../tenants/auth-context.ts';
+import { requireScope, type AuthContext } from '../tenants/auth-context.ts';
 import type { TenantService } from '../tenants/service.ts';
-import { createTask, readTask, type TaskRequestDeps } from '../tasks/requests.ts';
+import { cancelTask, createTask, readTask, type TaskRequestDeps } from '../tasks/requests.ts';
 import { malformedPath, writeJson } from './answer.ts';
 import type { ProxyHandler } from './proxy-handler.ts';
 import type { BodyPolicy } from './request-body.ts';
@@ -26,8 +27,10 @@ export interface DataPlaneDeps extends TaskRequestDeps {
 /** What a table entry serves: the handler, the compiled route plan and the body the door reads for it. */
 interface CreateEntry { serve: typeof create; route: AsyncRoutePlan; body: BodyPolicy }
 interface ReadEntry { serve: typeof read; route: AsyncRoutePlan | StatusRoutePlan; tasksOf: ReadonlySet<string>; body?: undefined }
+/** POST <task path>/cancel: the request is the path alone, so no body policy (one sent is drained unread). */
+interface CancelEntry { serve: typeof cancel; route: AsyncRoutePlan | StatusRoutePlan; tasksOf: ReadonlySet<string>; body?: undefined; action: 'cancel' }
 interface ProxyEntry { serve: typeof proxied; route: ProxyRoutePlan; body?: BodyPolicy }
-type Entry = CreateEntry | ReadEntry | ProxyEntry;
+type Entry = CreateEntry | ReadEntry | CancelEntry | ProxyEntry;
 type Params = Record<string, string | undefined>;
 
 export type Match =
@@ -46,9 +49,14 @@ export class DataPlane {
           const limit = route.maxBodyBytes;
           const body: BodyPolicy = route.mediaBody ? { kind: 'media', limit, rules: route.media } : { kind: 'json', limit };
           this.table.on('POST', route.path, { serve: create, route, body });
-          this.table.on('GET', `${route.path}/:task_id`, { serve: read, route, tasksOf: new Set([route.key]) });
+          const tasksOf = new Set([route.key]);
+          this.table.on('GET', `${route.path}/:task_id`, { serve: read, route, tasksOf });
+          this.table.on('POST', `${route.path}/:task_id/cancel`, { serve: cancel, route, tasksOf, action: 'cancel' });
         } else if (route.kind === 'status') {
+          // Wherever a GET reads a task, the same path + /cancel cancels it: a client that only
+          // knows the status route (model G's) needs no other path.
           this.table.on('GET', `${route.path}/:task_id`, { serve: read, route, tasksOf: route.tasksOf });
+          this.table.on('POST', `${route.path}/:task_id/cancel`, { serve: cancel, route, tasksOf: route.tasksOf, action: 'cancel' });
         }
       }
     }
@@ -83,10 +91,7 @@ async function create(deps: DataPlaneDeps, req: IncomingMessage, res: ServerResp
   const route = entry.route;
   visit.route = route.key;
   let body = route.mediaBody ? undefined : (await visit.readBody()).json;
-  const auth = await deps.tenants.authenticate(req.headers.authorization);
-  visit.tenantId = auth.tenantId;
-  requireScope(auth, route.vendor, 'create');
-  await deps.limits.checkRequest({ tenantId: auth.tenantId, keyId: auth.keyId, model: route.key });
+  const auth = await admit(deps, req, visit, route.vendor, 'create', route.key);
   // From here, a refusal of a route like video model A answers with a task_info-shaped body.
   visit.taskInfoErrors = route.validationShape === 'task_info';
   let tokens: string[] | undefined;
@@ -106,14 +111,31 @@ async function create(deps: DataPlaneDeps, req: IncomingMessage, res: ServerResp
   }
 }
 
+/** The caller (401), its scope for the vendor (403) and its request rates (429); `model` counts a create against the route's model limit. */
+async function admit(deps: DataPlaneDeps, req: IncomingMessage, visit: Visit, vendor: string, action: 'create' | 'read', model?: string): Promise<AuthContext> {
+  const auth = await deps.tenants.authenticate(req.headers.authorization);
+  visit.tenantId = auth.tenantId;
+  requireScope(auth, vendor, action);
+  await deps.limits.checkRequest({ tenantId: auth.tenantId, keyId: auth.keyId, model });
+  return auth;
+}
+
 /** GET <path>/{task_id}: one of the caller's tasks. */
 async function read(deps: DataPlaneDeps, req: IncomingMessage, res: ServerResponse, visit: Visit, entry: ReadEntry, params: Params): Promise<void> {
   visit.route = entry.route.key;
-  const auth = await deps.tenants.authenticate(req.headers.authorization);
-  visit.tenantId = auth.tenantId;
-  requireScope(auth, entry.route.vendor, 'read');
-  await deps.limits.checkRequest({ tenantId: auth.tenantId, keyId: auth.keyId });
+  const auth = await admit(deps, req, visit, entry.route.vendor, 'read');
   writeJson(res, 200, await readTask(deps, auth, entry.tasksOf, params.task_id ?? ''));
+}
+
+/**
+ * POST <path>/{task_id}/cancel: cancel one of the caller's tasks. A create scope, not a read one:
+ * it changes what the key's owner is billed, as creating does.
+ */
+async function cancel(deps: DataPlaneDeps, req: IncomingMessage, res: ServerResponse, visit: Visit, entry: CancelEntry, params: Params): Promise<void> {
+  visit.route = entry.route.key;
+  const auth = await admit(deps, req, visit, entry.route.vendor, 'create');
+  await visit.readBody(); // the cancel takes no body: one sent is drained unread
+  writeJson(res, 200, await cancelTask(deps, auth, entry.tasksOf, params.task_id ?? ''));
 }
 
 /** Sync and stream proxy routes and model lists: the exchange answers and logs them itself. */

@@ -113,11 +113,14 @@ export class FrontDoor {
   }
 }
 
-/** The span's http.route: the descriptor route's path (a task read's with its :task_id). */
+/** The span's http.route: the descriptor route's path (a task read's with its :task_id, a cancel's with /cancel after it). */
 function routeTemplate(match: Match, path: string): string | undefined {
   if (!('entry' in match)) return undefined;
   const { route } = match.entry;
-  if (route.kind === 'async' || route.kind === 'status') return 'tasksOf' in match.entry ? `${route.path}/:task_id` : route.path;
+  if (route.kind === 'async' || route.kind === 'status') {
+    if (!('tasksOf' in match.entry)) return route.path;
+    return 'action' in match.entry ? `${route.path}/:task_id/${match.entry.action}` : `${route.path}/:task_id`;
+  }
   return path; // a proxy route or one of its aliases: no parameters
 }
 

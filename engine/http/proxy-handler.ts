@@ -36,7 +36,8 @@ import { logRequest } from './access-log.ts';
 import { problemCodeOf, toGatewayError } from './answer.ts';
 import { sendProxyProblem } from './proxy-problem.ts';
 import type { Visit } from './visit.ts';
-import { statusClass, upstreamDuration, upstreamErrors, upstreamRequests, upstreamTtfb } from '../metrics/metrics.ts';
+import { memberFailovers, statusClass, upstreamDuration, upstreamErrors, upstreamRequests, upstreamTtfb } from '../metrics/metrics.ts';
+import { failureReason, statusReason } from '../upstream/pool.ts';
 
 export interface ProxyHandlerDeps {
   tenants: TenantService;
@@ -182,13 +183,39 @@ class ProxiedRequest implements StreamSink {
       this.outcome = 'client_closed';
       return;
     }
-    this.exchange = new UpstreamExchange(route, this);
-    const end = await this.exchange.send(out, streaming, this.visit.trace.traceparent);
+    const end = await this.exchangeWithFailover(out, streaming);
     let usage: TokenUsage | undefined;
     try {
       usage = await this.answer(end);
     } finally {
       await this.charge(usage);
+    }
+  }
+
+  /**
+   * The exchange on the vendor's pool. A member that fails before anything reached the client
+   * (no connection, no answer head in time, a 5xx or 429 answer: buffered, never relayed) hands
+   * the request to the next member; once a stream's head is out there is no going back, and a
+   * stream that breaks off is the client's to see.
+   */
+  private async exchangeWithFailover(out: Buffer, streaming: boolean): Promise<ExchangeEnd> {
+    const up = this.route.upstream;
+    const pool = up.pool;
+    const tried = new Set<string>();
+    let member = await pool.pick(tried);
+    for (;;) {
+      const m = member!;
+      tried.add(m.id);
+      const ex = new UpstreamExchange(this.route, this, up.targets.get(m.id));
+      this.exchange = ex;
+      const end = await ex.send(out, streaming, this.visit.trace.traceparent);
+      const reason = end.kind === 'answer' ? statusReason(end.status) : end.kind === 'failed' && !end.tap && ex.upstreamStatus === 0 ? failureReason(end.failure) : undefined;
+      if (reason) await pool.failed(m, 'proxy', reason);
+      else if (end.kind === 'answer' || end.kind === 'stream') await pool.succeeded(m, 'proxy');
+      else pool.count(m, 'proxy');
+      if (!reason || this.clientGone || this.streamed || !(member = await pool.pick(tried, { healthyOnly: true }))) return end;
+      memberFailovers.inc({ vendor: this.route.vendor, stage: 'proxy' });
+      this.gw.logger.warn({ trace_id: this.visit.trace.traceId, route: this.route.key, member: m.id, reason }, 'proxied call failed over to the next pool member');
     }
   }
 

@@ -72,6 +72,32 @@ export const upstreamTtfb = new client.Histogram({
   registers,
 });
 
+// Pool members (engine/upstream/pool.ts): member ids come from config, so the label is bounded.
+export const memberRequests = new client.Counter({
+  name: 'gateway_upstream_member_requests_total',
+  help: 'Calls to each pool member by vendor, member and stage (submit, poll, cancel, proxy).',
+  labelNames: ['vendor', 'member', 'stage'] as const,
+  registers,
+});
+export const memberErrors = new client.Counter({
+  name: 'gateway_upstream_member_errors_total',
+  help: 'Calls to a pool member that counted against its breaker, by vendor, member, stage and reason (connect, timeout, 5xx, 429).',
+  labelNames: ['vendor', 'member', 'stage', 'reason'] as const,
+  registers,
+});
+export const memberFailovers = new client.Counter({
+  name: 'gateway_upstream_failovers_total',
+  help: 'Calls moved to the next pool member after a failure before the provider accepted them, by vendor and stage (submit, proxy).',
+  labelNames: ['vendor', 'stage'] as const,
+  registers,
+});
+export const memberBreakerState = new client.Gauge({
+  name: 'gateway_upstream_breaker_state',
+  help: 'Each pool member\'s circuit breaker as this process last saw it: 0 closed, 1 half-open, 2 open.',
+  labelNames: ['vendor', 'member'] as const,
+  registers,
+});
+
 // ---- Tasks ----------------------------------------------------------------------------------
 export const tasksCreated = new client.Counter({
   name: 'gateway_tasks_created_total',

@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
-import type { ProxyRoutePlan } from '../descriptors/proxy-route.ts';
+import type { ProxyRoutePlan, ProxyTarget } from '../descriptors/proxy-route.ts';
 import { UpstreamFailure } from '../upstream/failure.ts';
 import { classifyNetworkError } from '../upstream/network-error.ts';
 import { ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVER_ADDRESS, ATTR_URL_FULL } from '@opentelemetry/semantic-conventions';
@@ -53,9 +53,13 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   /** Traced: the exchange's CLIENT span, ended with it. */
   private span: Span | undefined;
 
-  constructor(route: ProxyRoutePlan, sink: StreamSink) {
+  /** The pool member this exchange goes to (the route's first member unless told). */
+  private readonly target: ProxyTarget;
+
+  constructor(route: ProxyRoutePlan, sink: StreamSink, target: ProxyTarget = route.upstream) {
     this.route = route;
     this.sink = sink;
+    this.target = target;
   }
 
   /** The upstream's HTTP status; 0 when no answer came. */
@@ -65,7 +69,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
 
   /** Send the request body upstream; resolves once the exchange is over, however it ended. */
   async send(body: Buffer, streaming: boolean, traceparent: string): Promise<ExchangeEnd> {
-    const up = this.route.upstream;
+    const up = this.target;
     const authHeaders = up.auth.headers();
     const headers: Record<string, string> = {
       ...up.headers,

@@ -7,7 +7,7 @@
 //   unavailable.json  the 503 answer of [sandbox:unavailable]
 //   list.json         the answer of a list route (models)
 // Steering, in the prompt (the descriptor's sandbox.prompt on the request):
-//   [sandbox:reject] → 400, [sandbox:unavailable] → 503, [sandbox:slow] → chunks 250 ms apart,
+//   [sandbox:reject] → 400, [sandbox:unavailable] → 503, [sandbox:member-down] → 503 from the first pool member only, [sandbox:slow] → chunks 250 ms apart,
 //   [sandbox:drop] → the stream breaks off after three chunks, [sandbox:tools] (or any request
 //   with tools and tool_choice other than none) → the model calls the first tool.
 // Fixture text may use {{completion_id}}, {{model}}, {{prompt}} (first 200 characters),
@@ -49,7 +49,7 @@ export class ChatSimulator {
   }
 
   /** Answers the request when it is for a proxied route; false otherwise. */
-  async handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> {
+  async handle(req: IncomingMessage, res: ServerResponse, path: string, firstMember = true): Promise<boolean> {
     const route = this.routes.get(`${req.method} ${path}`);
     if (!route) return false;
     if (route.kind === 'list') {
@@ -72,6 +72,10 @@ export class ChatSimulator {
     }
     if (prompt.includes('[sandbox:unavailable]')) {
       send(res, 503, route.fixtures.get('unavailable') ?? { error: { message: 'sandbox: temporarily unavailable', type: 'server_error', param: null, code: null } });
+      return true;
+    }
+    if (firstMember && prompt.includes('[sandbox:member-down]')) {
+      send(res, 503, { error: { message: 'sandbox: this pool member is down ([sandbox:member-down])', type: 'server_error', param: null, code: null } });
       return true;
     }
     const completion = this.completion(route, body, prompt);

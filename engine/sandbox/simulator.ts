@@ -8,8 +8,11 @@
 //   [sandbox:reject]       the upstream refuses the submission with HTTP 400 → 3002
 //   [sandbox:unavailable]  the upstream answers 503 → 3001
 //   [sandbox:garbage]      polls get a non-JSON answer → 3003 after the poll error limit
-// A route's upstream cancel request (`upstream.cancel`, which the safety net sends with a 4008)
-// is answered 200 for a known task; its polls then play the `cancelled` fixture (else `failed`).
+//   [sandbox:member-down]  the first pool member answers 503 (the next member takes the task)
+//   [sandbox:no-cancel]    the upstream refuses to cancel the task (HTTP 409); it runs on
+// A route's upstream cancel request (`upstream.cancel`, which the safety net sends with a 4008
+// and a client's cancellation sends with a 4009) is answered 200 for a known task; its polls
+// then play the `cancelled` fixture (else `failed`).
 // Fixture text may use {{upstream_task_id}}, {{prompt}}, {{now_ms}}, {{now_s}}, {{now_iso}} and
 // {{files_url}}; the simulator serves small placeholder result files under {{files_url}}.
 // A descriptor's `sandbox.reject` rules play the upstream's own validation: a matching submit
@@ -38,6 +41,8 @@ interface SimTask {
   outcome: Outcome;
   slow: number;
   prompt: string;
+  /** [sandbox:no-cancel]: plays a provider that cannot stop a task once it has started it. */
+  noCancel: boolean;
 }
 
 interface SimRoute {
@@ -101,8 +106,9 @@ export class SandboxSimulator {
     return this.baseUrl;
   }
 
-  urlFor(vendor: string): string {
-    return `${this.baseUrl}/${vendor}`;
+  /** A vendor's base URL; pool member `member` (> 0) under its own prefix, so [sandbox:member-down] can tell the first member. */
+  urlFor(vendor: string, member = 0): string {
+    return member === 0 ? `${this.baseUrl}/${vendor}` : `${this.baseUrl}/_member/${member}/${vendor}`;
   }
 
   async close(): Promise<void> {
@@ -112,20 +118,24 @@ export class SandboxSimulator {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?')[0]!;
+    let path = (req.url ?? '/').split('?')[0]!;
     if (req.method === 'GET' && path.startsWith('/_files/')) return sendFile(res, path);
+    // Every pool member is this one simulator; only the first member plays [sandbox:member-down].
+    const member = /^\/_member\/(\d+)(\/.*)$/.exec(path);
+    if (member) path = member[2]!;
+    const firstMember = !member;
     for (const route of this.routes) {
-      if (req.method === route.method && path === route.submitPath) return this.submit(route, req, res);
+      if (req.method === route.method && path === route.submitPath) return this.submit(route, req, res, firstMember);
       const m = req.method === route.pollMethod ? route.pollPattern.exec(path) : null;
       if (m) return this.poll(decodeURIComponent(m[1]!), res);
       const c = route.cancel && req.method === route.cancel.method ? route.cancel.pattern.exec(path) : null;
       if (c) return this.cancel(decodeURIComponent(c[1]!), res);
     }
-    if (await this.chat.handle(req, res, path)) return;
+    if (await this.chat.handle(req, res, path, firstMember)) return;
     send(res, 404, { error: `sandbox: no upstream route ${req.method} ${path}` });
   }
 
-  private async submit(route: SimRoute, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async submit(route: SimRoute, req: IncomingMessage, res: ServerResponse, firstMember: boolean): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     let body: unknown;
@@ -144,9 +154,10 @@ export class SandboxSimulator {
     const text = JSON.stringify(body);
     if (text.includes('[sandbox:reject]')) return send(res, 400, { code: 4, description: 'Request rejected by the sandbox ([sandbox:reject])', error: { code: 'InvalidParameter', message: 'rejected by the sandbox' } });
     if (text.includes('[sandbox:unavailable]')) return send(res, 503, { error: 'sandbox: temporarily unavailable' });
+    if (firstMember && text.includes('[sandbox:member-down]')) return send(res, 503, { error: 'sandbox: this pool member is down ([sandbox:member-down])' });
     const id = `sbx${randomBase62(16)}`;
     const outcome: Outcome = text.includes('[sandbox:fail]') ? 'failed' : text.includes('[sandbox:hang]') ? 'hang' : text.includes('[sandbox:garbage]') ? 'garbage' : 'succeeded';
-    this.tasks.set(id, { fixtures: route.fixtures, createdAt: this.opts.clock.now(), outcome, slow: text.includes('[sandbox:slow]') ? 10 : 1, prompt });
+    this.tasks.set(id, { fixtures: route.fixtures, createdAt: this.opts.clock.now(), outcome, slow: text.includes('[sandbox:slow]') ? 10 : 1, prompt, noCancel: text.includes('[sandbox:no-cancel]') });
     const created = route.fixtures.get('created');
     if (!created) return send(res, 500, { error: `sandbox: ${route.vendor} has no "created" fixture` });
     send(res, 200, this.fill(created, id, prompt));
@@ -156,6 +167,7 @@ export class SandboxSimulator {
   private cancel(id: string, res: ServerResponse): void {
     const t = this.tasks.get(id);
     if (!t) return send(res, 404, { error: 'sandbox: unknown task' });
+    if (t.noCancel) return send(res, 409, { error: 'sandbox: this task cannot be cancelled ([sandbox:no-cancel])' });
     t.outcome = 'cancelled';
     send(res, 200, {});
   }

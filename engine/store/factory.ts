@@ -1,5 +1,8 @@
 // Chooses the adapters of every store port from config: `memory` (one process, the embedded
 // default) or `redis` (any number of processes sharing one Redis; jobs on BullMQ).
+import type { BreakerStore } from '../upstream/breaker-store.ts';
+import { MemoryBreakerStore } from './memory/breakers.ts';
+import { RedisBreakerStore } from './redis/breakers.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import type { WalletStore } from '../billing/store.ts';
 import type { IdempotencyStore } from '../idempotency/store.ts';
@@ -40,6 +43,8 @@ export interface Stores {
   /** Media bytes shared across processes (redis); undefined with the memory store. */
   media?: SharedMediaStore;
   rateCounters: RateCountersFactory;
+  /** The upstream pools' circuit breakers (per process in memory, shared through Redis). */
+  breakers: BreakerStore;
   scheduler: JobScheduler;
   /**
    * Readiness: what does not answer now, among `store` (a PING within `timeoutMs`) and
@@ -65,6 +70,7 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
       rateCounters: memoryRateCounters,
       idempotency: new MemoryIdempotencyStore(),
       webhooks: new MemoryWebhookStore(),
+      breakers: new MemoryBreakerStore(),
       scheduler,
       unavailable: async () => [],
       close: (graceMs) => scheduler.close(graceMs),
@@ -110,6 +116,7 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
     idempotency: new RedisIdempotencyStore(o),
     webhooks: new RedisWebhookStore(o),
     media: new RedisMediaStore(o),
+    breakers: new RedisBreakerStore(o),
     rateCounters: redisRateCounters(limiterClient, o.prefix),
     scheduler,
     unavailable: async (timeoutMs) => {

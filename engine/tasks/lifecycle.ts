@@ -6,6 +6,8 @@
 //   every poll, and by the sweep for a task whose timers were lost (no job per task for it:
 //   one job less per create); when the route declares an upstream cancel, the provider is then
 //   asked once to stop the task (cancelUpstream)
+//   cancel: a client's cancellation fails an active task with 4009 (released, task.failed), then
+//   asks the provider to stop it the same way
 // Every transition is a compare-and-set on the status (TaskStore.transition), so a late or
 // duplicate poll answer never moves a finished task and settle/release happen once.
 import { hash } from 'node:crypto';
@@ -21,6 +23,7 @@ import { MediaGoneError, mediaBlobs, tokensIn } from '../media/blobs.ts';
 import { adoptMedia, forgetSharedMedia, shareMedia, type SharedMediaStore } from '../media/shared.ts';
 import { mapUpstreamError, UpstreamFailure, type UpstreamErrorFacts } from '../upstream/failure.ts';
 import type { UpstreamResponse } from '../upstream/client.ts';
+import type { PoolMember } from '../upstream/pool.ts';
 import { isoAt, isoNow, type Clock } from '../util/clock.ts';
 import { newUuid } from '../util/ids.ts';
 import { sweepRedrives, taskDuration, tasksCreated, tasksFinished, upstreamErrors } from '../metrics/metrics.ts';
@@ -61,6 +64,8 @@ export class TaskLifecycle {
   private readonly withdrawals: RetryUntilDone;
   /** Submissions this process started after a 202 (awaited, within the grace, at shutdown). */
   private readonly submitting = new Set<Promise<void>>();
+  /** Submissions running in this process, by task id (any caller: create, job, sweep). */
+  private readonly submissionsById = new Map<string, Promise<void>>();
   private stopping = false;
 
   constructor(deps: LifecycleDeps) {
@@ -172,12 +177,23 @@ export class TaskLifecycle {
   }
 
   async submit(id: string): Promise<void> {
+    // A re-drive (the sweep) of a submission this process is still making (a slow provider, or
+    // a failover through the pool's members) joins it instead of sending the task again.
+    const running = this.submissionsById.get(id);
+    if (running) return running;
+    const run = this.submitNow(id).finally(() => this.submissionsById.delete(id));
+    this.submissionsById.set(id, run);
+    return run;
+  }
+
+  private async submitNow(id: string): Promise<void> {
     if (this.stopping || this.withdrawals.has(id)) return;
     const task = await this.d.store.get(id);
     if (!task || (await this.settled(task)) || task.upstream_task_id) return;
     const route = this.routeOf(task);
     const s = route.submit;
     let res: UpstreamResponse;
+    let member: PoolMember;
     const media = tokensIn(task.request);
     try {
       // Another process (or this one before a restart) may have received the upload.
@@ -185,7 +201,14 @@ export class TaskLifecycle {
       const body = await s.body.evaluate(task.request);
       // Large media the request holds as blobs are spliced back into the serialised body.
       const rawBody = media.length ? mediaBlobs.encodeJson(body) : undefined;
-      res = await route.client.call({ method: s.method, path: s.path, body, rawBody, headers: s.headers, traceparent: task.traceparent, stage: 'submit' });
+      // Every member tried gets the same key, so a provider that did take a "failed" try keeps one task.
+      const headers = s.idempotencyHeader ? { ...s.headers, [s.idempotencyHeader]: task.id } : s.headers;
+      // A try the provider did not accept goes to the next member within the task's deadline:
+      // one hold for the task, taken at create, whatever the number of tries.
+      ({ res, member } = await route.pool.call({ method: s.method, path: s.path, body, rawBody, headers, traceparent: task.traceparent, stage: 'submit' }, {
+        until: task.deadline_at,
+        onFailover: (from, reason) => this.d.logger.warn({ task_id: id, vendor: route.vendor, member: from.id, reason }, 'submission failed over to the next pool member'),
+      }));
     } catch (err) {
       // Cut short by a shutdown, or the store went away: not the provider's answer. The task
       // stays pending and is re-driven (the job's retry, or the sweep).
@@ -211,11 +234,11 @@ export class TaskLifecycle {
     if (typeof upstreamId !== 'string' && typeof upstreamId !== 'number') {
       return this.fail(task, new GatewayError(3003, 'The provider accepted the task but its answer carries no task id.'));
     }
-    const updated = await this.d.store.transition(id, ACTIVE, { upstream_task_id: String(upstreamId), checked_at: this.d.clock.now() });
+    const updated = await this.d.store.transition(id, ACTIVE, { upstream_task_id: String(upstreamId), upstream_member: member.id, checked_at: this.d.clock.now() });
     if (updated) await this.d.scheduler.schedule(JOBS.poll, `${id}.p1`, { id, n: 1 }, route.poll.intervalMs);
     // The task ended while it was being submitted (e.g. the safety net failed it): the provider
     // has just started work nobody will collect, so it is asked to stop it.
-    else void this.cancelUpstream({ ...task, upstream_task_id: String(upstreamId) }, 'ended during submission');
+    else void this.cancelUpstream({ ...task, upstream_task_id: String(upstreamId), upstream_member: member.id }, 'ended during submission');
   }
 
   async poll(id: string, n: number): Promise<void> {
@@ -228,7 +251,9 @@ export class TaskLifecycle {
     const next = () => this.d.scheduler.schedule(JOBS.poll, `${id}.p${n + 1}`, { id, n: n + 1 }, p.intervalMs);
     let res: UpstreamResponse;
     try {
-      res = await route.client.call({ method: p.method, path: upstreamPath(p.path, task.upstream_task_id), traceparent: task.traceparent, stage: 'poll' });
+      const member = memberOf(route, task);
+      if (!member) throw new GatewayError(3001, `The pool member ${JSON.stringify(task.upstream_member)} that accepted the task is no longer configured for ${route.vendor}.`);
+      res = await route.pool.callMember(member, { method: p.method, path: upstreamPath(p.path, task.upstream_task_id), traceparent: task.traceparent, stage: 'poll' });
       if (res.status < 200 || res.status > 299) {
         const message = await readOptional(p.errorMessage, res.body);
         throw await mappedError(route, 'poll', { stage: 'poll', http_status: res.status, body: res.body, message });
@@ -276,6 +301,25 @@ export class TaskLifecycle {
   }
 
   /**
+   * A client's cancellation (POST <path>/{task_id}/cancel). It goes through the same
+   * compare-and-set as every terminal transition, so against a completion (or a failure, or the
+   * safety net) racing it exactly one wins: completed and settled, or failed with 4009 and
+   * released in full, never both. `cancelled` is false when the task had already finished; the
+   * task is then returned as it ended (re-read, so the caller can name the state that won).
+   * Resolves once the hold is released and task.failed is published; the provider's cancel is
+   * not awaited, so a slow or dead provider never holds up the client's answer.
+   */
+  async cancel(task: TaskRecord): Promise<{ cancelled: boolean; task: TaskRecord }> {
+    const err = new GatewayError(4009, `The task was cancelled by the client while ${task.status}; it is not billed.`);
+    const failed = await this.failTask(task, err);
+    if (!failed) return { cancelled: false, task: (await this.d.store.get(task.id)) ?? task };
+    // A task still being submitted has no upstream id yet: submit() sees the lost transition
+    // and sends this cancel itself once the provider has answered.
+    void this.cancelUpstream(failed, 'cancelled by the client');
+    return { cancelled: true, task: failed };
+  }
+
+  /**
    * Ask the provider to stop a task, when its route declares an upstream cancel (the safety
    * net's 4008 does; a client's cancellation can too): the route's cancel request, with the
    * poll's base URL, auth and credentials. Best-effort: it never throws, and its outcome is only
@@ -289,7 +333,12 @@ export class TaskLifecycle {
     const log = { task_id: task.id, upstream_task_id: task.upstream_task_id, route: route.key, reason };
     try {
       const body = c.body ? await c.body.evaluate(task.request, { upstream_task_id: task.upstream_task_id }) : undefined;
-      const res = await route.client.call({ method: c.method, path: upstreamPath(c.path, task.upstream_task_id), body, traceparent: task.traceparent, stage: 'cancel' });
+      const member = memberOf(route, task);
+      if (!member) {
+        this.d.logger.warn({ ...log, member: task.upstream_member }, 'the pool member that accepted the task is no longer configured: no upstream cancel');
+        return false;
+      }
+      const res = await route.pool.callMember(member, { method: c.method, path: upstreamPath(c.path, task.upstream_task_id), body, traceparent: task.traceparent, stage: 'cancel' });
       if (res.status >= 200 && res.status <= 299) {
         this.d.logger.info(log, 'upstream task cancelled');
         return true;
@@ -425,6 +474,14 @@ async function mappedError(route: AsyncRoutePlan, stage: 'submit' | 'poll', fact
 function countedError(route: AsyncRoutePlan, stage: 'submit' | 'poll', err: GatewayError): GatewayError {
   upstreamErrors.inc({ vendor: route.vendor, stage, code: String(err.code) });
   return err;
+}
+
+/**
+ * The pool member that accepted the task (its polls and cancel go there); tasks accepted before
+ * pools existed belong to the first member. Undefined: that member left the config.
+ */
+function memberOf(route: AsyncRoutePlan, task: TaskRecord): PoolMember | undefined {
+  return task.upstream_member === undefined ? route.pool.first : route.pool.member(task.upstream_member);
 }
 
 /** An upstream path template (poll, cancel) with the upstream task id in it. */

@@ -1,8 +1,9 @@
 // What a tenant asks of the async routes, after the HTTP edge has read the request and
-// authenticated the caller: create a task (idempotently) and read one back. The HTTP handlers
-// (engine/http/data-plane.ts) only translate between these and the wire.
+// authenticated the caller: create a task (idempotently), read one back, cancel one. The HTTP
+// handlers (engine/http/data-plane.ts) only translate between these and the wire.
 import { ATTR_DB_OPERATION_NAME } from '@opentelemetry/semantic-conventions';
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
+import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { IdempotencyService } from '../idempotency/service.ts';
 import type { StoredResponse } from '../idempotency/store.ts';
@@ -11,7 +12,7 @@ import { traced, tracing } from '../tracing/tracing.ts';
 import { isUuid } from '../util/ids.ts';
 import type { TaskLifecycle } from './lifecycle.ts';
 import type { TaskStore } from './store.ts';
-import { taskInfo, taskResponse, type TaskRecord } from './task.ts';
+import { TERMINAL, taskInfo, taskResponse, type TaskRecord } from './task.ts';
 
 const STORE_GET = { [ATTR_DB_OPERATION_NAME]: 'tasks.get' };
 
@@ -56,10 +57,38 @@ export async function createTask(
  * Another tenant's task, or one created on another route, does not exist for this caller.
  */
 export async function readTask(deps: TaskRequestDeps, auth: AuthContext, routes: ReadonlySet<string>, id: string): Promise<unknown> {
+  return taskResponse(await ownTask(deps, auth, routes, id));
+}
+
+/**
+ * The answer of POST <path>/{task_id}/cancel: the task as GET would now answer it (failed,
+ * 4009). A task that has already finished — completed, failed, or cancelled by an earlier call —
+ * is a 409 naming its state, with its task_info: a cancel changes a task once, and a retried
+ * cancel whose first answer was lost still learns, from that task_info, that it was cancelled.
+ * Which tasks a caller may cancel is the same as which it may read (else 404 / 2005).
+ */
+export async function cancelTask(deps: TaskRequestDeps, auth: AuthContext, routes: ReadonlySet<string>, id: string): Promise<unknown> {
+  let task = await ownTask(deps, auth, routes, id);
+  if (!TERMINAL.has(task.status)) {
+    const outcome = await deps.lifecycle.cancel(task);
+    if (outcome.cancelled) return taskResponse(outcome.task);
+    task = outcome.task; // it finished (completion, failure, another cancel) while we asked
+  }
+  const c = HTTP_ONLY.conflict;
+  const how = task.error ? ` (${task.error.code} ${task.error.title})` : '';
+  throw new GatewayError(c.code, `Task ${id} is already ${task.status}${how}; only a pending or processing task can be cancelled.`, {
+    status: c.status,
+    title: c.title,
+    extensions: { task_info: taskInfo(task) },
+  });
+}
+
+/** The caller's own task, created on one of `routes`; anything else does not exist for it. */
+async function ownTask(deps: TaskRequestDeps, auth: AuthContext, routes: ReadonlySet<string>, id: string): Promise<TaskRecord> {
   if (!isUuid(id)) {
     throw new GatewayError(2001, `task_id must be a UUID; got ${JSON.stringify(id.slice(0, 64))}.`, { errors: [{ pointer: '/task_id', detail: 'must be a UUID' }] });
   }
   const task = await (tracing ? traced('store tasks.get', () => deps.tasks.get(id), STORE_GET) : deps.tasks.get(id));
   if (!task || task.tenant_id !== auth.tenantId || !routes.has(task.route)) throw new GatewayError(2005, `No task ${id}.`);
-  return taskResponse(task);
+  return task;
 }

@@ -474,7 +474,7 @@ function engineCompile(vendors: readonly LoadedVendor[], config: GatewayConfig |
       config: cfg,
       clock: systemClock,
       dispatcher,
-      baseUrlFor: (v) => (sandbox ? `http://sandbox.invalid/${v}` : cfg.upstreams[v]?.base_url),
+      baseUrlFor: (v, m) => (sandbox ? `http://sandbox.invalid/${v}` : (m?.base_url ?? cfg.upstreams[v]?.base_url)),
     });
   } catch (err) {
     if (err instanceof LoadError) problems = err.problems;

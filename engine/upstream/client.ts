@@ -29,6 +29,17 @@ export interface UpstreamCall {
 
 const MAX_UPSTREAM_BODY = 8 * 1024 * 1024;
 
+/**
+ * Failures that came after the provider's answer had begun: the provider may have acted on the
+ * request, so a pool must not send it to another member (engine/upstream/pool.ts).
+ */
+const answerBegun = new WeakSet<UpstreamFailure>();
+
+/** True when the failure came after the provider had started answering. */
+export function failedAfterAnswer(err: UpstreamFailure): boolean {
+  return answerBegun.has(err);
+}
+
 export function createUpstreamAgent(): Agent {
   return new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000, connections: 256 });
 }
@@ -124,7 +135,9 @@ export class UpstreamClient {
       const declared = Number(res.headers['content-length'] ?? Number.NaN);
       text = declared <= MAX_UPSTREAM_BODY ? await res.body.text() : await readLimited(res.body, MAX_UPSTREAM_BODY);
     } catch (err) {
-      throw classifyNetworkError(err, c.stage);
+      const failure = classifyNetworkError(err, c.stage);
+      answerBegun.add(failure);
+      throw failure;
     }
     if (text.length === 0) return { status: res.statusCode, body: undefined };
     try {

@@ -30,6 +30,7 @@ describe('gateway openapi', () => {
     expect(Object.keys(doc.paths).filter((p) => p.startsWith('/vendors/')).sort()).to.deep.equal([
       '/vendors/acme/v1/generation',
       '/vendors/acme/v1/generation/{task_id}',
+      '/vendors/acme/v1/generation/{task_id}/cancel',
       '/vendors/acme_chat/v1/chat/completions',
       '/vendors/acme_sync/v1/embeddings',
     ]);
@@ -43,6 +44,10 @@ describe('gateway openapi', () => {
     expect(create.responses['402']['x-error-codes']).to.deep.equal([1003]);
     const read = doc.paths['/vendors/acme/v1/generation/{task_id}'].get;
     expect(read.responses['404']['x-error-codes']).to.deep.equal([2005]);
+    const cancel = doc.paths['/vendors/acme/v1/generation/{task_id}/cancel'].post;
+    expect(Object.keys(cancel.responses).sort()).to.deep.equal(['200', '400', '401', '403', '404', '409', '429', '500', '503']);
+    expect(cancel.responses['409']['x-error-codes']).to.deep.equal([2000]);
+    expect(cancel.requestBody).to.equal(undefined);
     expect(doc.components.schemas.acme_generation_task.properties.images).to.deep.include({ type: 'array' });
     expect(doc.paths['/vendors/acme_chat/v1/chat/completions'].post.responses['200'].content).to.have.keys('application/json', 'text/event-stream');
     expect(doc.components.securitySchemes.bearer).to.include({ type: 'http', scheme: 'bearer' });
@@ -95,6 +100,8 @@ describe('gateway openapi', () => {
         for (const route of v.routes) {
           const path = route.kind === 'status' ? `${route.path}/{task_id}` : route.path;
           expect(doc.paths, `${route.key}`).to.have.property(path);
+          // Every path that reads a task cancels it too.
+          if (route.kind === 'async' || route.kind === 'status') expect(doc.paths[`${route.path}/{task_id}/cancel`], route.key).to.have.property('post');
         }
       }
     });

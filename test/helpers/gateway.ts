@@ -39,7 +39,7 @@ export interface TestGatewayOptions extends GatewayOptions {
   scale?: number;
   adminToken?: string;
   env?: Record<string, string>;
-  upstreams?: Record<string, { base_url: string; credentials?: Record<string, string>; timeout_ms?: number }>;
+  upstreams?: Record<string, { base_url?: string; credentials?: Record<string, string>; timeout_ms?: number; members?: { id: string; base_url: string; credentials?: Record<string, string>; weight?: number; timeout_ms?: number }[]; breaker?: { failures?: number; cooldown_ms?: number } }>;
   /** More `server:` settings, as YAML flow-mapping entries (e.g. `headers_timeout_ms: 300`). */
   server?: string;
   /** More `timing:` settings, as YAML flow-mapping entries (e.g. `sweep_grace_ms: 600000`). */

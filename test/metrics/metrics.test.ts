@@ -9,23 +9,13 @@ import { call, newTenant, startTestGateway, waitForTask } from '../helpers/gatew
 import { waitFor } from '../webhooks/support/harness.ts';
 import { testPki } from '../webhooks/support/pki.ts';
 import { Receiver } from '../webhooks/support/receiver.ts';
+import { metricValue as value } from '../helpers/metrics.ts';
 
 const D = '/vendors/provider_d/v1/model_d/generation';
 const CHAT = '/v1/chat/completions';
 const IMAGES = '/vendors/provider_b/v1/tob/diffusion';
 const TOKEN = 'metrics-token-0123456789';
 
-/** The sum of a metric's samples whose labels include `labels`. */
-function value(text: string, name: string, labels: Record<string, string> = {}): number {
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[3]);
-  }
-  return sum;
-}
 
 async function scrape(url: string, headers: Record<string, string> = {}): Promise<string> {
   const r = await fetch(url, { headers });
