@@ -26,14 +26,19 @@ export async function routeTable(descriptors: readonly VendorDescriptor[], credi
       const path = `/vendors/${d.vendor}${r.path}`;
       const base = { vendor: d.vendor, route: r.id };
       if (r.kind === 'status') {
-        rows.push({ ...base, method: 'GET', path: `${path}/{task_id}`, kind: 'status', status: 200, price: '—', of: `tasks of ${(r.tasks_of ?? []).join(', ')}` });
+        const of = `tasks of ${(r.tasks_of ?? []).join(', ')}`;
+        rows.push({ ...base, method: 'GET', path: `${path}/{task_id}`, kind: 'status', status: 200, price: '—', of });
+        rows.push({ ...base, method: 'POST', path: `${path}/{task_id}/cancel`, kind: 'cancel', status: 200, price: '—', of });
         continue;
       }
       const price = await priceSummary(d.vendor, r, creditsPerUsd, ajv);
       const status = r.status ?? (r.kind === 'async' ? 202 : 200);
       for (const p of [path, ...servedAliases(r)]) {
         rows.push({ ...base, method: r.method, path: p, kind: r.kind, status, price, ...(p === path ? {} : { of: `alias of ${path}` }) });
-        if (r.kind === 'async') rows.push({ ...base, method: 'GET', path: `${p}/{task_id}`, kind: 'task', status: 200, price: '—', of: `tasks of ${r.id}` });
+        if (r.kind === 'async') {
+          rows.push({ ...base, method: 'GET', path: `${p}/{task_id}`, kind: 'task', status: 200, price: '—', of: `tasks of ${r.id}` });
+          rows.push({ ...base, method: 'POST', path: `${p}/{task_id}/cancel`, kind: 'cancel', status: 200, price: '—', of: `tasks of ${r.id}` });
+        }
       }
     }
   }

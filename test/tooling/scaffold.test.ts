@@ -40,10 +40,11 @@ describe('gateway new-vendor', () => {
     expect(rows.map((r) => [r.method, r.path, r.kind, r.status])).to.deep.equal([
       ['POST', '/vendors/acme/v1/generation', 'async', 202],
       ['GET', '/vendors/acme/v1/generation/{task_id}', 'task', 200],
+      ['POST', '/vendors/acme/v1/generation/{task_id}/cancel', 'cancel', 200],
       ['POST', '/vendors/acme_chat/v1/chat/completions', 'stream', 200],
     ]);
     expect(rows[0]!.price).to.equal('1024*1024 0.04, 1280*720 0.05, 720*1280 0.05 USD per image; examples: 0.04 USD (4.00 credits) to 0.20 USD (20.00 credits)');
-    expect(rows[2]!.price).to.match(/^by tokens, USD per 1M input\/output: acme-chat-chat-1 0.10\/0.40/);
+    expect(rows[3]!.price).to.match(/^by tokens, USD per 1M input\/output: acme-chat-chat-1 0.10\/0.40/);
     const md = renderRouteTable(rows, 'markdown');
     expect(md.split('\n')[0]).to.equal('| Method | Path | Kind | Vendor | Route | Status | Price |');
     const text = cli(['routes', dir]);
