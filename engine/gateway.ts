@@ -169,6 +169,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     sweepIntervalMs: Math.max(1, Math.round(config.timing.sweep_interval_ms * config.timing.scale)),
     sweepGraceMs: Math.max(1, Math.round(config.timing.sweep_grace_ms * config.timing.scale)),
     sharedMedia: stores.media,
+    publicBaseUrl: config.server.public_base_url?.replace(/\/+$/, ''),
   });
   // Workers run jobs (polls, deliveries, sweeps, purges); api processes only add them.
   if (role !== 'api') {

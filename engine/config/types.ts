@@ -11,6 +11,8 @@ export interface GatewayConfig {
     /** ...and its whole request, body included, within this (0: no limit). */
     request_timeout_ms: number;
     trust_proxy: boolean;
+    /** The gateway's address as providers reach it: enables push callbacks (routes with upstream.callback). */
+    public_base_url?: string;
   };
   store: {
     kind: 'memory' | 'redis';

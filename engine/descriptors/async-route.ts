@@ -56,6 +56,13 @@ export interface AsyncRoutePlan {
     /** On the task's request, $upstream_task_id bound. */
     readonly body?: CompiledExpr;
   };
+  /** The provider's completion callback (descriptor upstream.callback): used when server.public_base_url is set. */
+  readonly callback?: {
+    /** The submit body's path to the callback URL, split at the dots. */
+    readonly urlField: readonly string[];
+    /** The status in the pushed body (mapped by poll.statusMap). */
+    readonly status: CompiledExpr;
+  };
   readonly result: ReadonlyArray<readonly [string, CompiledExpr]>;
   readonly errorRules: readonly CompiledErrorRule[];
   readonly maxExecutionMs: number;
@@ -149,6 +156,7 @@ export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: str
       errorCode: expr(`${p}/upstream/poll/error_code`, poll.error_code),
     }),
     cancel: cancel && Object.freeze({ method: cancel.method ?? 'POST', path: cancel.path, body: expr(`${p}/upstream/cancel/body`, cancel.body) }),
+    callback: up.callback && Object.freeze({ urlField: Object.freeze(up.callback.url_field.split('.')), status: expr(`${p}/upstream/callback/status`, up.callback.status)! }),
     result: Object.entries(r.result ?? {}).map(([name, src]) => [name, expr(`${p}/result/${name}`, src)!] as const),
     errorRules: [...vc.errorRules(`${p}/upstream/errors`, up.errors), ...vc.vendorRules],
     maxExecutionMs: Math.max(1, Math.round((r.max_execution_ms ?? 600_000) * vc.scale)),

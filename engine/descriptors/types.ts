@@ -50,6 +50,7 @@ export interface RouteSpec {
     submit?: SubmitSpec;
     poll?: PollSpec;
     cancel?: CancelSpec;
+    callback?: CallbackSpec;
     errors?: ErrorMapEntry[];
   };
   proxy?: ProxySpec;
@@ -116,4 +117,15 @@ export interface CancelSpec {
   path: string;
   /** JSONata on the validated client body, $upstream_task_id bound. */
   body?: string;
+}
+
+/**
+ * A provider's completion callback: where the submit body takes the callback URL, and where the
+ * pushed body holds the status (read with the poll's status_map, result and error mappings).
+ */
+export interface CallbackSpec {
+  /** Dotted path in the submit body, e.g. parameters.callback_url. */
+  url_field: string;
+  /** Expression on the pushed body. */
+  status: string;
 }

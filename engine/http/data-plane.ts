@@ -30,8 +30,12 @@ interface ReadEntry { serve: typeof read; route: AsyncRoutePlan | StatusRoutePla
 /** POST <task path>/cancel: the request is the path alone, so no body policy (one sent is drained unread). */
 interface CancelEntry { serve: typeof cancel; route: AsyncRoutePlan | StatusRoutePlan; tasksOf: ReadonlySet<string>; body?: undefined; action: 'cancel' }
 interface ProxyEntry { serve: typeof proxied; route: ProxyRoutePlan; body?: BodyPolicy }
-type Entry = CreateEntry | ReadEntry | CancelEntry | ProxyEntry;
+/** POST /callbacks/{task_id}/{token}: a provider's push (no API key: the token is the credential). */
+interface CallbackEntry { serve: typeof callback; route: { kind: 'callback'; key: string; path: string }; body: BodyPolicy }
+type Entry = CreateEntry | ReadEntry | CancelEntry | ProxyEntry | CallbackEntry;
 type Params = Record<string, string | undefined>;
+
+const CALLBACK_BODY_LIMIT = 1024 * 1024;
 
 export type Match =
   | { entry: Entry; params: Params }
@@ -60,6 +64,8 @@ export class DataPlane {
         }
       }
     }
+    // Push callbacks, when server.public_base_url is set and a route declares upstream.callback.
+    if (deps.lifecycle.callbacksEnabled) this.table.on('POST', '/callbacks/:task_id/:token', { serve: callback, route: { kind: 'callback', key: 'callbacks', path: '/callbacks/:task_id/:token' }, body: { kind: 'json', limit: CALLBACK_BODY_LIMIT } });
     for (const { method, path, route } of deps.proxy.paths()) {
       this.table.on(method, path, { serve: proxied, route, body: route.list ? undefined : { kind: 'json', limit: route.maxBodyBytes } });
     }
@@ -136,6 +142,20 @@ async function cancel(deps: DataPlaneDeps, req: IncomingMessage, res: ServerResp
   const auth = await admit(deps, req, visit, entry.route.vendor, 'create');
   await visit.readBody(); // the cancel takes no body: one sent is drained unread
   writeJson(res, 200, await cancelTask(deps, auth, entry.tasksOf, params.task_id ?? ''));
+}
+
+/**
+ * POST /callbacks/{task_id}/{token}: a provider pushes a task's outcome. Unknown task and wrong
+ * token answer the same 404; a task already finished (a replay, or the poll won) answers 200
+ * {"status":"ignored"} and nothing changes, so a provider that retries is harmless; a valid push
+ * moves the task at once (the poll's code path and compare-and-set): 200 {"status":"accepted"}.
+ */
+async function callback(deps: DataPlaneDeps, _req: IncomingMessage, res: ServerResponse, visit: Visit, entry: CallbackEntry, params: Params): Promise<void> {
+  visit.route = entry.route.key;
+  const body = (await visit.readBody()).json;
+  const outcome = await deps.lifecycle.acceptCallback(params.task_id ?? '', params.token ?? '', body);
+  if (outcome === 'not_found') throw new GatewayError(2005, 'No such callback.');
+  writeJson(res, 200, { status: outcome });
 }
 
 /** Sync and stream proxy routes and model lists: the exchange answers and logs them itself. */

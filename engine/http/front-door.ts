@@ -80,7 +80,9 @@ export class FrontDoor {
       } else this.controlPlane(req, res);
       return;
     }
-    const visit: Visit = { trace, t0, path, readBody: bodyReader(req, 'entry' in match ? match.entry.body : undefined) };
+    // A push callback's token is its credential: the access log shows the path without it.
+    const shown = 'entry' in match && match.entry.route.kind === 'callback' ? path.replace(/[^/]*$/, '***') : path;
+    const visit: Visit = { trace, t0, path: shown, readBody: bodyReader(req, 'entry' in match ? match.entry.body : undefined) };
     void (trace.span ? runInSpan(trace.span, () => this.serve(req, res, visit, match)) : this.serve(req, res, visit, match));
   };
 
@@ -117,6 +119,7 @@ export class FrontDoor {
 function routeTemplate(match: Match, path: string): string | undefined {
   if (!('entry' in match)) return undefined;
   const { route } = match.entry;
+  if (route.kind === 'callback') return route.path; // never the token
   if (route.kind === 'async' || route.kind === 'status') {
     if (!('tasksOf' in match.entry)) return route.path;
     return 'action' in match.entry ? `${route.path}/:task_id/${match.entry.action}` : `${route.path}/:task_id`;

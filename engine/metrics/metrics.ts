@@ -47,7 +47,7 @@ export const tenantRequests = new client.Counter({
 // ---- Upstream -------------------------------------------------------------------------------
 export const upstreamRequests = new client.Counter({
   name: 'gateway_upstream_requests_total',
-  help: 'Calls to providers by vendor, stage (submit, poll, cancel, proxy, list) and answer status class ("error" when no answer came).',
+  help: 'Calls to providers by vendor, stage (submit, poll, cancel, proxy, list; callback: their valid pushes) and answer status class ("error" when no answer came).',
   labelNames: ['vendor', 'stage', 'status_class'] as const,
   registers,
 });

@@ -13,6 +13,9 @@
 // A route's upstream cancel request (`upstream.cancel`, which the safety net sends with a 4008
 // and a client's cancellation sends with a 4009) is answered 200 for a known task; its polls
 // then play the `cancelled` fixture (else `failed`).
+// A route that declares a push callback (`upstream.callback`) and gets a callback URL in its
+// submit body (the gateway's server.public_base_url is set) is also pushed its terminal fixture
+// (succeeded, failed or cancelled) at that URL when the task finishes, besides answering polls.
 // Fixture text may use {{upstream_task_id}}, {{prompt}}, {{now_ms}}, {{now_s}}, {{now_iso}} and
 // {{files_url}}; the simulator serves small placeholder result files under {{files_url}}.
 // A descriptor's `sandbox.reject` rules play the upstream's own validation: a matching submit
@@ -43,6 +46,8 @@ interface SimTask {
   prompt: string;
   /** [sandbox:no-cancel]: plays a provider that cannot stop a task once it has started it. */
   noCancel: boolean;
+  /** The callback URL the submit body carried (routes with upstream.callback). */
+  callbackUrl?: string;
 }
 
 interface SimRoute {
@@ -56,6 +61,8 @@ interface SimRoute {
   prompt: CompiledExpr;
   /** The descriptor's sandbox.reject: upstream validation played by the simulator. */
   reject: { when: CompiledExpr; message: string }[];
+  /** The descriptor's upstream.callback.url_field, split at the dots. */
+  callbackField?: string[];
 }
 
 const PNG_1X1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
@@ -68,6 +75,8 @@ export class SandboxSimulator {
   private readonly chat: ChatSimulator;
   private server?: Server;
   private baseUrl = '';
+  /** Pending callback pushes, cleared at close. */
+  private readonly pushes = new Set<NodeJS.Timeout>();
 
   constructor(vendors: readonly LoadedVendor[], opts: SandboxOptions) {
     this.opts = opts;
@@ -90,6 +99,7 @@ export class SandboxSimulator {
           fixtures: v.fixtures.get(r.id) ?? new Map(),
           prompt,
           reject,
+          callbackField: r.upstream?.callback?.url_field.split('.'),
         });
       }
     }
@@ -112,6 +122,8 @@ export class SandboxSimulator {
   }
 
   async close(): Promise<void> {
+    for (const t of this.pushes) clearTimeout(t);
+    this.pushes.clear();
     if (!this.server) return;
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server!.close(() => resolve()));
@@ -157,7 +169,10 @@ export class SandboxSimulator {
     if (firstMember && text.includes('[sandbox:member-down]')) return send(res, 503, { error: 'sandbox: this pool member is down ([sandbox:member-down])' });
     const id = `sbx${randomBase62(16)}`;
     const outcome: Outcome = text.includes('[sandbox:fail]') ? 'failed' : text.includes('[sandbox:hang]') ? 'hang' : text.includes('[sandbox:garbage]') ? 'garbage' : 'succeeded';
-    this.tasks.set(id, { fixtures: route.fixtures, createdAt: this.opts.clock.now(), outcome, slow: text.includes('[sandbox:slow]') ? 10 : 1, prompt, noCancel: text.includes('[sandbox:no-cancel]') });
+    const callbackUrl = route.callbackField ? valueAt(body, route.callbackField) : undefined;
+    const task: SimTask = { fixtures: route.fixtures, createdAt: this.opts.clock.now(), outcome, slow: text.includes('[sandbox:slow]') ? 10 : 1, prompt, noCancel: text.includes('[sandbox:no-cancel]'), callbackUrl: typeof callbackUrl === 'string' ? callbackUrl : undefined };
+    this.tasks.set(id, task);
+    if (task.callbackUrl) this.schedulePush(id, task);
     const created = route.fixtures.get('created');
     if (!created) return send(res, 500, { error: `sandbox: ${route.vendor} has no "created" fixture` });
     send(res, 200, this.fill(created, id, prompt));
@@ -179,21 +194,46 @@ export class SandboxSimulator {
       res.writeHead(200, { 'content-type': 'text/html' }).end('<html>502 Bad Gateway</html>');
       return;
     }
+    const name = this.stateOf(t);
+    const fixture = t.fixtures.get(name) ?? t.fixtures.get('running') ?? t.fixtures.get('created');
+    send(res, 200, this.fill(fixture, id, t.prompt));
+  }
+
+  /** The fixture a task plays now. */
+  private stateOf(t: SimTask): string {
     const elapsed = this.opts.clock.now() - t.createdAt;
     const queuedUntil = this.opts.queuedMs * t.slow;
     const runningUntil = queuedUntil + this.opts.runningMs * t.slow;
-    let name: string;
-    if (t.outcome === 'cancelled') name = t.fixtures.has('cancelled') ? 'cancelled' : 'failed';
-    else if (elapsed < queuedUntil && t.fixtures.has('queued')) name = 'queued';
-    else if (elapsed < runningUntil || t.outcome === 'hang') name = 'running';
-    else name = t.outcome;
-    const fixture = t.fixtures.get(name) ?? t.fixtures.get('running') ?? t.fixtures.get('created');
-    send(res, 200, this.fill(fixture, id, t.prompt));
+    if (t.outcome === 'cancelled') return t.fixtures.has('cancelled') ? 'cancelled' : 'failed';
+    if (elapsed < queuedUntil && t.fixtures.has('queued')) return 'queued';
+    if (elapsed < runningUntil || t.outcome === 'hang') return 'running';
+    return t.outcome;
+  }
+
+  /** Push the terminal fixture to the task's callback URL once it has finished (a hang or garbage task is never pushed). */
+  private schedulePush(id: string, t: SimTask): void {
+    if (t.outcome === 'hang' || t.outcome === 'garbage') return;
+    const timer = setTimeout(() => {
+      this.pushes.delete(timer);
+      const name = this.stateOf(t);
+      const fixture = t.fixtures.get(name);
+      if (!fixture || !['succeeded', 'failed', 'cancelled'].includes(name) || !t.callbackUrl) return;
+      fetch(t.callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(this.fill(fixture, id, t.prompt)) }).then((r) => r.body?.cancel()).catch(() => undefined);
+    }, (this.opts.queuedMs + this.opts.runningMs) * t.slow + 1);
+    timer.unref();
+    this.pushes.add(timer);
   }
 
   private fill(fixture: unknown, id: string, prompt: string, extra: Record<string, string> = {}): unknown {
     return fillFixture(fixture, fixtureVars(id, prompt, this.opts.clock.now(), `${this.baseUrl}/_files`, extra));
   }
+}
+
+/** The value at a dotted path of a JSON body. */
+function valueAt(body: unknown, at: readonly string[]): unknown {
+  let v = body;
+  for (const key of at) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined;
+  return v;
 }
 
 /** A vendor's upstream path with {upstream_task_id} (poll, cancel) as a pattern capturing the id. */

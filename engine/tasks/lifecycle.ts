@@ -10,7 +10,7 @@
 //   asks the provider to stop it the same way
 // Every transition is a compare-and-set on the status (TaskStore.transition), so a late or
 // duplicate poll answer never moves a finished task and settle/release happen once.
-import { hash } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ATTR_DB_OPERATION_NAME } from '@opentelemetry/semantic-conventions';
 import type { Logger } from 'pino';
 import { GatewayError, isDependencyUnavailable } from '../errors/gateway-error.ts';
@@ -26,7 +26,7 @@ import type { UpstreamResponse } from '../upstream/client.ts';
 import type { PoolMember } from '../upstream/pool.ts';
 import { isoAt, isoNow, type Clock } from '../util/clock.ts';
 import { newUuid } from '../util/ids.ts';
-import { sweepRedrives, taskDuration, tasksCreated, tasksFinished, upstreamErrors } from '../metrics/metrics.ts';
+import { sweepRedrives, taskDuration, tasksCreated, tasksFinished, upstreamErrors, upstreamRequests } from '../metrics/metrics.ts';
 import { RetryUntilDone } from '../util/retry-until-done.ts';
 import { traced, tracing } from '../tracing/tracing.ts';
 import type { TaskAccounting } from './accounting.ts';
@@ -50,7 +50,15 @@ export interface LifecycleDeps {
   sweepGraceMs: number;
   /** Redis mode: uploaded media travel to the process that submits the task. */
   sharedMedia?: SharedMediaStore;
+  /** server.public_base_url (no trailing slash): routes declaring upstream.callback get a push URL under it. */
+  publicBaseUrl?: string;
 }
+
+/** While a task has a callback URL, its polls are this many times slower (the push is expected first). */
+export const CALLBACK_POLL_FACTOR = 10;
+
+/** What a push to /callbacks/{task_id}/{token} did (TaskLifecycle.acceptCallback). */
+export type CallbackOutcome = 'accepted' | 'ignored' | 'not_found';
 
 const ACTIVE: readonly TaskStatus[] = ['pending', 'processing'];
 const STORE_CREATE = { [ATTR_DB_OPERATION_NAME]: 'tasks.create' };
@@ -112,6 +120,7 @@ export class TaskLifecycle {
       poll_failures: 0,
       traceparent,
     };
+    if (route.callback && this.d.publicBaseUrl) task.callback_token = randomBytes(24).toString('base64url');
     try {
       task.hold = await this.d.accounting.reserve(task, route);
     } catch (err) {
@@ -198,7 +207,8 @@ export class TaskLifecycle {
     try {
       // Another process (or this one before a restart) may have received the upload.
       if (media.length && this.d.sharedMedia) media.push(...(await adoptMedia(this.d.sharedMedia, media)));
-      const body = await s.body.evaluate(task.request);
+      let body = await s.body.evaluate(task.request);
+      if (route.callback && task.callback_token) body = withField(body, route.callback.urlField, this.callbackUrl(task));
       // Large media the request holds as blobs are spliced back into the serialised body.
       const rawBody = media.length ? mediaBlobs.encodeJson(body) : undefined;
       // Every member tried gets the same key, so a provider that did take a "failed" try keeps one task.
@@ -235,10 +245,11 @@ export class TaskLifecycle {
       return this.fail(task, new GatewayError(3003, 'The provider accepted the task but its answer carries no task id.'));
     }
     const updated = await this.d.store.transition(id, ACTIVE, { upstream_task_id: String(upstreamId), upstream_member: member.id, checked_at: this.d.clock.now() });
-    if (updated) await this.d.scheduler.schedule(JOBS.poll, `${id}.p1`, { id, n: 1 }, route.poll.intervalMs);
+    if (updated) await this.d.scheduler.schedule(JOBS.poll, `${id}.p1`, { id, n: 1 }, this.pollDelay(route, task));
     // The task ended while it was being submitted (e.g. the safety net failed it): the provider
     // has just started work nobody will collect, so it is asked to stop it.
-    else void this.cancelUpstream({ ...task, upstream_task_id: String(upstreamId), upstream_member: member.id }, 'ended during submission');
+    // (A provider's push may also have completed it before this answer was recorded: nothing to stop then.)
+    else if ((await this.d.store.get(id))?.status !== 'completed') void this.cancelUpstream({ ...task, upstream_task_id: String(upstreamId), upstream_member: member.id }, 'ended during submission');
   }
 
   async poll(id: string, n: number): Promise<void> {
@@ -248,7 +259,7 @@ export class TaskLifecycle {
     if (this.d.clock.now() >= task.deadline_at) return this.deadline(id);
     const p = route.poll;
     // Job ids use '.', not ':' (BullMQ refuses ':' in custom ids).
-    const next = () => this.d.scheduler.schedule(JOBS.poll, `${id}.p${n + 1}`, { id, n: n + 1 }, p.intervalMs);
+    const next = () => this.d.scheduler.schedule(JOBS.poll, `${id}.p${n + 1}`, { id, n: n + 1 }, this.pollDelay(route, task));
     let res: UpstreamResponse;
     try {
       const member = memberOf(route, task);
@@ -269,23 +280,77 @@ export class TaskLifecycle {
       this.d.logger.warn({ task_id: id, code: gwErr.code, failures }, 'upstream poll failed; will retry');
       return next();
     }
-    const raw = await p.status.evaluate(res.body).catch(() => undefined);
-    const status = p.statusMap[String(raw)];
-    if (!status) {
-      return this.fail(task, new GatewayError(3003, `The provider reported an unknown task status ${JSON.stringify(raw ?? null)}.`));
-    }
-    if (status === 'failed') {
-      const message = await readOptional(p.errorMessage, res.body);
-      const code = await readOptional(p.errorCode, res.body);
-      return this.fail(task, await mappedError(route, 'poll', { stage: 'task', http_status: res.status, body: res.body, message: code && message ? `${message} (${code})` : message }));
-    }
-    if (status === 'completed') return this.complete(task, route, res.body);
+    const status = await this.applyAnswer(task, route, res.body, res.status, p.status, 'poll');
+    if (!status) return;
     const patch: Partial<TaskRecord> = { poll_failures: 0, checked_at: this.d.clock.now(), poll_n: n };
     if (status === 'processing' && task.status === 'pending') {
       patch.status = 'processing';
       patch.updated_at = isoNow(this.d.clock);
     }
     if (await this.d.store.transition(id, ACTIVE, patch)) await next();
+  }
+
+  /**
+   * An upstream answer about a task (a poll's body, or a provider's push), read the one way:
+   * the status through the poll's status_map; failed → the error mapping, completed → the result
+   * mapping and settlement, both through the compare-and-set, so a push and a poll racing end the
+   * task once. Returns the status when the task goes on (pending / processing), undefined when
+   * this answer ended it (or tried to: someone else may have won).
+   */
+  private async applyAnswer(task: TaskRecord, route: AsyncRoutePlan, body: unknown, httpStatus: number, statusExpr: AsyncRoutePlan['poll']['status'], stage: 'poll' | 'callback'): Promise<TaskStatus | undefined> {
+    const p = route.poll;
+    const raw = await statusExpr.evaluate(body).catch(() => undefined);
+    const status = p.statusMap[String(raw)];
+    if (!status) {
+      await this.fail(task, new GatewayError(3003, `The provider reported an unknown task status ${JSON.stringify(raw ?? null)}.`));
+      return undefined;
+    }
+    if (status === 'failed') {
+      const message = await readOptional(p.errorMessage, body);
+      const code = await readOptional(p.errorCode, body);
+      await this.fail(task, await mappedError(route, stage, { stage: 'task', http_status: httpStatus, body, message: code && message ? `${message} (${code})` : message }));
+      return undefined;
+    }
+    if (status === 'completed') {
+      await this.complete(task, route, body);
+      return undefined;
+    }
+    return status;
+  }
+
+  /**
+   * A provider's push to /callbacks/{task_id}/{token}. The token is the credential: an unknown
+   * task and a wrong token are the same `not_found`, so a caller learns nothing of which tasks
+   * exist. A task already finished (a replay, or the poll won) is `ignored` and left as it is;
+   * otherwise the body is read like a poll answer (applyAnswer) and the task moves at once.
+   */
+  async acceptCallback(id: string, token: string, body: unknown): Promise<CallbackOutcome> {
+    const task = await this.d.store.get(id);
+    if (!task?.callback_token || !sameSecret(task.callback_token, token)) return 'not_found';
+    const route = this.d.routes.get(task.route);
+    if (!route?.callback) return 'not_found';
+    if (await this.settled(task)) return 'ignored';
+    upstreamRequests.inc({ vendor: route.vendor, stage: 'callback', status_class: '2xx' });
+    const status = await this.applyAnswer(task, route, body, 200, route.callback.status, 'callback');
+    if (status === 'processing' && task.status === 'pending') {
+      await this.d.store.transition(id, ['pending'], { status: 'processing', updated_at: isoNow(this.d.clock), checked_at: this.d.clock.now() });
+    }
+    return 'accepted';
+  }
+
+  /** True when push callbacks are on (server.public_base_url) and some route declares one. */
+  get callbacksEnabled(): boolean {
+    return !!this.d.publicBaseUrl && [...this.d.routes.values()].some((r) => !!r.callback);
+  }
+
+  private callbackUrl(task: TaskRecord): string {
+    return `${this.d.publicBaseUrl}/callbacks/${task.id}/${task.callback_token}`;
+  }
+
+  /** The delay to the next poll: the route's interval, or the safety net's slow cadence while a push is expected (never past the deadline). */
+  private pollDelay(route: AsyncRoutePlan, task: TaskRecord): number {
+    if (!task.callback_token || !route.callback) return route.poll.intervalMs;
+    return Math.max(1, Math.min(route.poll.intervalMs * CALLBACK_POLL_FACTOR, task.deadline_at - this.d.clock.now()));
   }
 
   async deadline(id: string): Promise<void> {
@@ -430,7 +495,7 @@ export class TaskLifecycle {
       if (now >= task.deadline_at) {
         await this.deadline(task.id);
         touched++;
-      } else if (idle > this.d.sweepGraceMs + route.poll.intervalMs) {
+      } else if (idle > this.d.sweepGraceMs + (task.upstream_task_id ? this.pollDelay(route, task) : route.poll.intervalMs)) {
         // No sign of life for a while: schedule the step it is waiting for. The job ids are
         // the ones the lost chain would have used, so a chain that was only slow merges with it.
         if (task.upstream_task_id) {
@@ -467,11 +532,11 @@ function finished(task: TaskRecord, code?: number): void {
 }
 
 /** A provider's answer mapped to its service code, counted for the vendor and stage. */
-async function mappedError(route: AsyncRoutePlan, stage: 'submit' | 'poll', facts: UpstreamErrorFacts): Promise<GatewayError> {
+async function mappedError(route: AsyncRoutePlan, stage: 'submit' | 'poll' | 'callback', facts: UpstreamErrorFacts): Promise<GatewayError> {
   return countedError(route, stage, await mapUpstreamError(route.errorRules, facts));
 }
 
-function countedError(route: AsyncRoutePlan, stage: 'submit' | 'poll', err: GatewayError): GatewayError {
+function countedError(route: AsyncRoutePlan, stage: 'submit' | 'poll' | 'callback', err: GatewayError): GatewayError {
   upstreamErrors.inc({ vendor: route.vendor, stage, code: String(err.code) });
   return err;
 }
@@ -502,4 +567,25 @@ async function readOptional(expr: { evaluate(input: unknown): Promise<unknown> }
   if (!expr || body === undefined) return undefined;
   const v = await expr.evaluate(body).catch(() => undefined);
   return v === undefined || v === null || v === '' ? undefined : String(v);
+}
+
+/** Compares two secrets in constant time. */
+function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** A copy of `body` with `value` at the dotted path `at` (objects created on the way). */
+function withField(body: unknown, at: readonly string[], value: unknown): unknown {
+  const root: Record<string, unknown> = body && typeof body === 'object' && !Array.isArray(body) ? { ...(body as Record<string, unknown>) } : {};
+  let node = root;
+  for (const [i, key] of at.entries()) {
+    if (i === at.length - 1) node[key] = value;
+    else {
+      const child = node[key];
+      node = node[key] = child && typeof child === 'object' && !Array.isArray(child) ? { ...(child as Record<string, unknown>) } : {};
+    }
+  }
+  return root;
 }

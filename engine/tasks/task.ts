@@ -38,6 +38,8 @@ export interface TaskRecord {
   finalized?: boolean;
   /** Epoch ms of the last sign of life (submission, poll): the sweep re-drives tasks silent too long. */
   checked_at?: number;
+  /** The secret of the task's callback URL (set when its route declares a callback and server.public_base_url is set). */
+  callback_token?: string;
   /** Number of the last poll, so a re-driven poll chain continues the lost one's job ids. */
   poll_n?: number;
 }
