@@ -19,6 +19,8 @@ export interface ConfigOptions {
   upstreamUrl: string;
   caPem?: string;
   scale?: number;
+  /** provider_b as a pool of these members (upstream pools) instead of upstreamUrl alone. */
+  members?: { id: string; url: string }[];
   /** Video model A's upstream too (provider_a), for tests of uploaded media. */
   modelAUrl?: string;
 }
@@ -37,7 +39,7 @@ timing: { scale: ${o.scale ?? 0.01}, poll_error_limit: 5 }
 log: { level: info }
 vendors: { dir: ${JSON.stringify(join(ROOT, 'vendors'))}, disabled: ${JSON.stringify(others)} }
 upstreams:
-  provider_b: { base_url: "${o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }
+  provider_b: ${o.members ? `{ timeout_ms: 5000, members: ${JSON.stringify(o.members.map((m) => ({ id: m.id, base_url: m.url, credentials: { api_key: 'mp-secret' } })))}, breaker: { failures: 3, cooldown_ms: 600000 } }` : `{ base_url: "${o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }`}
   provider_a: { base_url: "${o.modelAUrl ?? o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }
 ${NO_LIMITS}
 metrics: { port: 0 }

@@ -206,6 +206,21 @@ describe(`upstream pools (${STORE_MODE})`, function () {
       });
     }
 
+    it('a client\'s cancel goes to the member that accepted the task, none to the other', async () => {
+      a.mode = '503'; // the first refuses the submission, the second accepts it
+      const { key } = await newTenant(gw, { credits: 1000 });
+      const created = await call(gw.url, 'POST', MODEL_D, { key, body: { prompt: 'running for ever', n: 1 } });
+      const id = created.body.task_info.id;
+      const upstreamId = await waitFor(async () => (await gw.tasks.get(id))?.upstream_task_id, 5000, 'accepted');
+      expect((await gw.tasks.get(id))!.upstream_member).to.equal('second');
+      a.mode = 'ok';
+      const cancelled = await call(gw.url, 'POST', `${MODEL_D}/${id}/cancel`, { key });
+      expect([cancelled.status, cancelled.body.task_info.error.code]).to.deep.equal([200, 4009]);
+      const cancelPath = `/api/v1/tasks/${upstreamId}/cancel`;
+      await waitFor(async () => b.up.seen.some((s) => s.method === 'POST' && s.path === cancelPath), 5000, 'the upstream cancel');
+      expect(a.up.seen.filter((s) => s.path === cancelPath)).to.have.length(0);
+    });
+
     it('every member refuses: the task fails with the last answer, its hold released once', async () => {
       a.mode = '503';
       b.mode = '503';
