@@ -144,8 +144,12 @@ describe('tenant self-service API', () => {
       ({ key: otherKey } = await newTenant(gw));
       for (let i = 0; i < 7; i++) {
         ids.push(await create(key));
-        if (i === 3) middle = new Date(Date.now()).toISOString();
         await new Promise((res) => setTimeout(res, 3)); // distinct created_at milliseconds
+        if (i === 3) {
+          // created_after is "at or after": middle must fall strictly between ids[3] and ids[4]
+          middle = new Date(Date.now()).toISOString();
+          await new Promise((res) => setTimeout(res, 3));
+        }
       }
       failed = await create(key, IMAGES, 'a lighthouse [sandbox:fail]');
       video = await create(key, VIDEO, 'a paper boat');
