@@ -1,8 +1,9 @@
 // Every route the gateway serves, as request templates for the fuzzer: the descriptor routes of
-// every vendor (async creates with their request examples, task GETs, status routes, chat sync
-// and stream, model lists, their aliases), the admin API (tenants, keys, wallets, limits, webhook
-// endpoints and deliveries), the tenant routes (balance, ledger, webhooks console) and the docs
-// and health routes. Ids in paths are real (made in `prepare`), so routes get past their lookups.
+// every vendor (async creates with their request examples, task GETs and cancels, status routes,
+// chat sync and stream, model lists, their aliases), the admin API (tenants, keys, wallets,
+// limits, webhook endpoints and deliveries), the tenant routes (balance, ledger and its CSV,
+// keys, tasks, usage, webhooks console) and the docs and health routes. Ids in paths are real
+// (made in `prepare`), so routes get past their lookups.
 import type { Gateway } from '../../engine/gateway.ts';
 import type { RouteSpec } from '../../engine/descriptors/types.ts';
 import { call, newTenant } from '../helpers/gateway.ts';
@@ -86,6 +87,8 @@ export function templates(gw: Gateway, f: Fixtures): Template[] {
         add('POST', r.path, 'tenant', examplesOf(specOf(gw, r.vendor, r.id)), { taskInfoShape: r.validationShape === 'task_info' });
         add('GET', `${r.path}/${f.tasks.get(r.key)}`, 'tenant');
         add('GET', `${r.path}/${UNKNOWN}`, 'tenant');
+        add('POST', `${r.path}/${f.tasks.get(r.key)}/cancel`, 'tenant');
+        add('POST', `${r.path}/${UNKNOWN}/cancel`, 'tenant');
       } else if (r.kind === 'status') {
         const task = [...r.tasksOf].map((k) => f.tasks.get(k)).find(Boolean) ?? UNKNOWN;
         add('GET', `${r.path}/${task}`, 'tenant');
@@ -102,6 +105,7 @@ export function templates(gw: Gateway, f: Fixtures): Template[] {
   add('GET', '/admin/v1/tenants', 'admin');
   add('POST', '/admin/v1/tenants', 'admin', [{ name: 'fuzz tenant' }, { name: 'live only', requires_live: true }]);
   add('GET', t, 'admin');
+  add('PATCH', victim, 'admin', [{ disabled: false }]);
   add('GET', `/admin/v1/tenants/${UNKNOWN}`, 'admin');
   add('GET', `${t}/keys`, 'admin');
   add('POST', `${t}/keys`, 'admin', [{ name: 'k', scopes: ['*'], mode: 'test', ttl_seconds: 3600 }, { scopes: ['provider_b:read'], expires_at: '2099-01-01T00:00:00Z' }]);
@@ -131,6 +135,13 @@ export function templates(gw: Gateway, f: Fixtures): Template[] {
   // Tenant routes.
   add('GET', '/v1/balance', 'tenant');
   add('GET', '/v1/ledger?limit=3', 'tenant');
+  add('GET', '/v1/ledger?type=hold&format=csv', 'tenant');
+  add('GET', '/v1/keys', 'tenant');
+  add('POST', '/v1/keys', 'tenant', [{ name: 'fuzz key' }, { name: 'narrow', scopes: ['provider_b:read'], expires_at: '2099-01-01T00:00:00Z' }]);
+  add('DELETE', `/v1/keys/${f.victimKeyId}`, 'tenant');
+  add('GET', '/v1/tasks?limit=5&status=completed', 'tenant');
+  add('GET', `/v1/tasks/${[...f.tasks.values()][0] ?? UNKNOWN}`, 'tenant');
+  add('GET', '/v1/usage?from=2026-01-01&to=2026-12-31', 'tenant');
   hooks('/v1', 'tenant', f.endpointId);
 
   // Docs and health.
