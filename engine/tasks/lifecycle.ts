@@ -70,10 +70,8 @@ export class TaskLifecycle {
   private sweepAfter: string | undefined;
   /** Creates refused after they may have written something: undone once the store answers. */
   private readonly withdrawals: RetryUntilDone;
-  /** Submissions this process started after a 202 (awaited, within the grace, at shutdown). */
-  private readonly submitting = new Set<Promise<void>>();
-  /** Submissions running in this process, by task id (any caller: create, job, sweep). */
-  private readonly submissionsById = new Map<string, Promise<void>>();
+  /** Submissions running in this process, by task id (any caller: create, job, sweep); awaited, within the grace, at shutdown. */
+  private readonly submissions = new Map<string, Promise<void>>();
   private stopping = false;
 
   constructor(deps: LifecycleDeps) {
@@ -143,10 +141,7 @@ export class TaskLifecycle {
     // through a job: one job less per create. A submission lost with its process is re-driven by
     // the sweep once the task has shown no sign of life for the grace period.
     setImmediate(() => {
-      const run: Promise<void> = this.submit(task.id)
-        .catch((err) => this.d.logger[this.stopping || isDependencyUnavailable(err) ? 'warn' : 'error']({ err, task_id: task.id }, 'task submission failed; the sweep re-drives it'))
-        .finally(() => this.submitting.delete(run));
-      this.submitting.add(run);
+      this.submit(task.id).catch((err) => this.d.logger[this.stopping || isDependencyUnavailable(err) ? 'warn' : 'error']({ err, task_id: task.id }, 'task submission failed; the sweep re-drives it'));
     });
     return task;
   }
@@ -175,9 +170,9 @@ export class TaskLifecycle {
     this.stopping = true;
   }
 
-  /** Resolves once no submission this process started is running. */
+  /** Resolves once no submission is running in this process. */
   async idle(): Promise<void> {
-    while (this.submitting.size) await Promise.allSettled([...this.submitting]);
+    while (this.submissions.size) await Promise.allSettled([...this.submissions.values()]);
   }
 
   /** A last try at the withdrawals still waiting (at shutdown), within `timeoutMs`. */
@@ -188,10 +183,10 @@ export class TaskLifecycle {
   async submit(id: string): Promise<void> {
     // A re-drive (the sweep) of a submission this process is still making (a slow provider, or
     // a failover through the pool's members) joins it instead of sending the task again.
-    const running = this.submissionsById.get(id);
+    const running = this.submissions.get(id);
     if (running) return running;
-    const run = this.submitNow(id).finally(() => this.submissionsById.delete(id));
-    this.submissionsById.set(id, run);
+    const run = this.submitNow(id).finally(() => this.submissions.delete(id));
+    this.submissions.set(id, run);
     return run;
   }
 
