@@ -7,6 +7,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import type { AuthPlugin } from './auth-schemes.ts';
 import { UpstreamFailure, type UpstreamStage } from './failure.ts';
 import { classifyNetworkError } from './network-error.ts';
+import { deadline } from '../util/deadline.ts';
 import { ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_URL_FULL } from '@opentelemetry/semantic-conventions';
 import { failSpan, SpanKind, SpanStatusCode, startSpan, traceparentOf, tracing, type Span } from '../tracing/tracing.ts';
 import { statusClass, upstreamDuration, upstreamErrors, upstreamRequests } from '../metrics/metrics.ts';
@@ -114,30 +115,35 @@ export class UpstreamClient {
       payload = JSON.stringify(c.body);
       headers['content-type'] = 'application/json';
     }
+    // undici's own timers are coarse (about 1 s); the deadline bounds the whole exchange exactly.
+    const limit = deadline(this.timeoutMs);
     let res: Dispatcher.ResponseData;
-    try {
-      res = await request(`${this.baseUrl}${c.path}`, {
-        method: c.method as Dispatcher.HttpMethod,
-        headers,
-        body: payload,
-        dispatcher: this.dispatcher,
-        // undici's own timers are coarse (about 1 s); the signal bounds the whole exchange exactly.
-        signal: AbortSignal.timeout(this.timeoutMs),
-        headersTimeout: this.timeoutMs,
-        bodyTimeout: this.timeoutMs,
-      });
-    } catch (err) {
-      throw classifyNetworkError(err, c.stage);
-    }
     let text: string;
     try {
-      // A declared length within the limit is read in one go; otherwise chunk by chunk, counting.
-      const declared = Number(res.headers['content-length'] ?? Number.NaN);
-      text = declared <= MAX_UPSTREAM_BODY ? await res.body.text() : await readLimited(res.body, MAX_UPSTREAM_BODY);
-    } catch (err) {
-      const failure = classifyNetworkError(err, c.stage);
-      answerBegun.add(failure);
-      throw failure;
+      try {
+        res = await request(`${this.baseUrl}${c.path}`, {
+          method: c.method as Dispatcher.HttpMethod,
+          headers,
+          body: payload,
+          dispatcher: this.dispatcher,
+          signal: limit.signal,
+          headersTimeout: this.timeoutMs,
+          bodyTimeout: this.timeoutMs,
+        });
+      } catch (err) {
+        throw classifyNetworkError(err, c.stage);
+      }
+      try {
+        // A declared length within the limit is read in one go; otherwise chunk by chunk, counting.
+        const declared = Number(res.headers['content-length'] ?? Number.NaN);
+        text = declared <= MAX_UPSTREAM_BODY ? await res.body.text() : await readLimited(res.body, MAX_UPSTREAM_BODY);
+      } catch (err) {
+        const failure = classifyNetworkError(err, c.stage);
+        answerBegun.add(failure);
+        throw failure;
+      }
+    } finally {
+      limit.clear();
     }
     if (text.length === 0) return { status: res.statusCode, body: undefined };
     try {

@@ -7,6 +7,7 @@
 import { createSecureContext, getCACertificates } from 'node:tls';
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
+import { deadline } from '../util/deadline.ts';
 import { signPayload, HEADER_ID, HEADER_SIGNATURE, HEADER_TIMESTAMP } from './signature.ts';
 import { AddressPolicy, guardedLookup, hostOf } from './ssrf.ts';
 
@@ -85,7 +86,8 @@ export function createSender(opts: SenderOptions): Sender {
       if (why) return result({ ok: false, status_code: null, error: `destination refused: ${why}` });
     }
 
-    const signal = AbortSignal.timeout(task.timeoutMs);
+    const limit = deadline(task.timeoutMs);
+    const signal = limit.signal;
     try {
       const res = await request(url, {
         method: 'POST',
@@ -105,10 +107,11 @@ export function createSender(opts: SenderOptions): Sender {
       const outcome = status >= 200 && status < 300
         ? result({ ok: true, status_code: status, error: null })
         : result({ ok: false, status_code: status, error: status >= 300 && status < 400 ? `redirect (HTTP ${status}) not followed` : `HTTP ${status}` });
-      // The status decides; the body is read (bounded) only to free the connection.
-      res.body.dump({ limit: 64 * 1024 }).catch(() => {});
+      // The status decides; the body is read (bounded, within the same deadline) only to free the connection.
+      res.body.dump({ limit: 64 * 1024 }).catch(() => {}).finally(limit.clear);
       return outcome;
     } catch (err) {
+      limit.clear();
       return result({ ok: false, status_code: null, error: signal.aborted ? `timeout: no response within ${task.timeoutMs} ms` : describe(err) });
     }
   }
