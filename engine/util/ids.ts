@@ -9,6 +9,8 @@ const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 const POOL_BYTES = 8192;
 const pool = Buffer.alloc(POOL_BYTES);
 let offset = POOL_BYTES;
+const ID_BYTES = 64;
+const idBuffer = Buffer.alloc(ID_BYTES);
 
 function take(n: number): number {
   if (offset + n > POOL_BYTES) {
@@ -30,19 +32,26 @@ export function randomHex(bytes: number): string {
 
 /** `length` random base62 characters (unbiased: rejection sampling on each byte). */
 export function randomBase62(length: number): string {
-  let out = '';
-  while (out.length < length) {
-    const at = take(length * 2);
-    for (let i = at; i < at + length * 2 && out.length < length; i++) {
-      const b = pool[i]!;
-      if (b < 248) out += ALPHABET[b % 62];
-    }
-  }
-  return out;
+  return prefixedId('', length);
 }
 
+/**
+ * `prefix` and `length` random base62 characters, written into one buffer and read out as one
+ * flat string: appended a character at a time, an id would be a chain of a dozen heap
+ * objects (V8's cons strings), and ledger entries and events keep theirs for their lifetime.
+ */
 export function prefixedId(prefix: string, length = 24): string {
-  return `${prefix}${randomBase62(length)}`;
+  const out = prefix.length + length <= ID_BYTES ? idBuffer : Buffer.alloc(prefix.length + length);
+  let n = out.write(prefix, 'latin1');
+  const end = n + length;
+  while (n < end) {
+    const at = take(length * 2);
+    for (let i = at; i < at + length * 2 && n < end; i++) {
+      const b = pool[i]!;
+      if (b < 248) out[n++] = ALPHABET.charCodeAt(b % 62);
+    }
+  }
+  return out.toString('latin1', 0, end);
 }
 
 export const newUuid = (): string => randomUUID();
