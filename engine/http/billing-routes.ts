@@ -16,6 +16,7 @@ import { compileRequestValidator } from '../validation/request-validator.ts';
 import type { LedgerReports } from '../billing/reports.ts';
 import { requireApiKey } from './auth.ts';
 import { filteredLedger } from './ledger-export.ts';
+import { pageLimit, query } from './query.ts';
 import { authOf } from './context.ts';
 import { requireScope } from '../tenants/auth-context.ts';
 
@@ -58,10 +59,8 @@ function entryView(e: LedgerEntry): Record<string, unknown> {
   return { id: e.id, seq: e.seq, at: e.at, kind: e.kind, amount: exactCredits(e.amount), amount_milli: e.amount, ref: e.ref, note: e.note };
 }
 
-function ledgerQuery(req: Request): { limit?: number; cursor?: string } {
-  const limit = req.query.limit === undefined ? undefined : Number(req.query.limit);
-  const cursor = typeof req.query.cursor === 'string' ? req.query.cursor : undefined;
-  return { limit, cursor };
+function ledgerQuery(req: Request): { limit: number; cursor?: string } {
+  return { limit: pageLimit(req, 50, 200), cursor: query(req, 'cursor') };
 }
 
 const milli = (credits: string, pointer: string): number => {

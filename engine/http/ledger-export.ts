@@ -5,7 +5,7 @@ import { GatewayError } from '../errors/gateway-error.ts';
 import { instant, LEDGER_KINDS, type LedgerFilter, type LedgerReports } from '../billing/reports.ts';
 import type { LedgerEntry, LedgerKind } from '../billing/store.ts';
 import { exactCredits } from '../util/money.ts';
-import { query } from './tenant-console-routes.ts';
+import { pageLimit, query } from './query.ts';
 
 const CSV_COLUMNS = ['id', 'seq', 'at', 'kind', 'amount', 'amount_milli', 'ref', 'note'] as const;
 
@@ -34,9 +34,7 @@ export async function filteredLedger(req: Request, res: Response, tenantId: stri
     res.send([CSV_COLUMNS.join(','), ...rows].join('\r\n') + '\r\n');
     return true;
   }
-  const limit = query(req, 'limit');
-  const n = limit === undefined ? 50 : Number(limit);
-  if (!Number.isInteger(n) || n < 1 || n > 200) throw new GatewayError(2003, 'limit must be an integer from 1 to 200.', { errors: [{ pointer: '/query/limit', detail: 'must be 1 to 200' }] });
+  const n = pageLimit(req, 50, 200);
   const cursor = query(req, 'cursor');
   if (cursor !== undefined && cursor !== '' && !/^[1-9]\d{0,15}$/.test(cursor)) {
     throw new GatewayError(2003, 'The cursor is not valid.', { errors: [{ pointer: '/query/cursor', detail: 'not a cursor from a previous page' }] });

@@ -21,6 +21,7 @@ import { SCHEMA_BASE } from '../validation/ajv.ts';
 import { compileRequestValidator } from '../validation/request-validator.ts';
 import { jsonBody } from './body.ts';
 import { authOf } from './context.ts';
+import { pageLimit, query } from './query.ts';
 
 export interface TenantConsoleDeps {
   keys: KeySelfService;
@@ -87,23 +88,8 @@ export function tenantConsoleRouter(deps: TenantConsoleDeps): Router {
   return r;
 }
 
-/** A query parameter given once, as text (a repeated one is refused rather than guessed). */
-export function query(req: Request, name: string): string | undefined {
-  const v = (req.query as Record<string, unknown>)[name];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw new GatewayError(2001, `${name} must be given once, as text.`, { errors: [{ pointer: `/query/${name}`, detail: 'not a single value' }] });
-  return v;
-}
-
 function taskQuery(req: Request): TaskListQuery {
-  const q: TaskListQuery = { limit: DEFAULT_LIMIT };
-  const limit = query(req, 'limit');
-  if (limit !== undefined) {
-    if (!/^\d{1,4}$/.test(limit) || Number(limit) < 1 || Number(limit) > MAX_LIMIT) {
-      throw new GatewayError(2003, `limit must be an integer from 1 to ${MAX_LIMIT}.`, { errors: [{ pointer: '/query/limit', detail: 'out of range' }] });
-    }
-    q.limit = Number(limit);
-  }
+  const q: TaskListQuery = { limit: pageLimit(req, DEFAULT_LIMIT, MAX_LIMIT) };
   const status = query(req, 'status');
   if (status !== undefined) {
     if (!TASK_STATUSES.includes(status as TaskStatus)) {

@@ -16,9 +16,9 @@
 // Lists of deliveries are newest first with cursor pagination: `?limit=1..100` (default 20)
 // and `?starting_after=<last id of the previous page>`.
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import { GatewayError } from '../errors/gateway-error.ts';
 import { jsonBody } from './body.ts';
 import { authOf } from './context.ts';
+import { pageLimit, query } from './query.ts';
 import { requireScope } from '../tenants/auth-context.ts';
 import type { WebhookEndpoints } from '../webhooks/endpoints.ts';
 import type { WebhookDeliveries } from '../webhooks/deliveries.ts';
@@ -93,24 +93,9 @@ function param(req: Request, name: string): string {
 }
 
 function pageOf(req: Request): PageRequest {
-  const { limit, starting_after } = req.query as Record<string, unknown>;
-  const page: PageRequest = { limit: DEFAULT_LIMIT };
-  if (limit !== undefined) {
-    if (typeof limit !== 'string' || !/^\d+$/.test(limit)) {
-      throw new GatewayError(2001, 'limit must be an integer.', { errors: [{ pointer: '/query/limit', detail: 'not an integer' }] });
-    }
-    const n = Number(limit);
-    if (n < 1 || n > MAX_LIMIT) {
-      throw new GatewayError(2003, `limit must be between 1 and ${MAX_LIMIT}.`, { errors: [{ pointer: '/query/limit', detail: 'out of range' }] });
-    }
-    page.limit = n;
-  }
-  if (starting_after !== undefined) {
-    if (typeof starting_after !== 'string') {
-      throw new GatewayError(2001, 'starting_after must be a delivery id.', { errors: [{ pointer: '/query/starting_after', detail: 'not a string' }] });
-    }
-    page.starting_after = starting_after;
-  }
+  const page: PageRequest = { limit: pageLimit(req, DEFAULT_LIMIT, MAX_LIMIT) };
+  const startingAfter = query(req, 'starting_after');
+  if (startingAfter !== undefined) page.starting_after = startingAfter;
   return page;
 }
 

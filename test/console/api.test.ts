@@ -218,6 +218,17 @@ describe('tenant self-service API', () => {
       }
     });
 
+    it('every list reads ?limit the one way (engine/http/query.ts): digits only (2001), within the list\'s range (2003)', async () => {
+      for (const [path, max] of [['/v1/tasks', 100], ['/v1/ledger', 200]] as const) {
+        for (const [q, code] of [['1e1', 2001], ['%205', 2001], ['-1', 2001], ['', 2001], ['0', 2003], [String(max + 1), 2003], ['5&limit=6', 2001]] as const) {
+          const r = await call(gw.url, 'GET', `${path}?limit=${q}`, { key });
+          expect([r.status, r.body.error_code], `${path}?limit=${q}`).to.deep.equal([400, code]);
+        }
+        const ok = await call(gw.url, 'GET', `${path}?limit=${max}`, { key });
+        expect(ok.status, path).to.equal(200);
+      }
+    });
+
     it('one task with its events and their deliveries; 404 for another tenant\'s task', async () => {
       const r = await call(gw.url, 'GET', `/v1/tasks/${ids[0]}`, { key });
       expect(r.status, r.text).to.equal(200);
