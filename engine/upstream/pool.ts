@@ -145,18 +145,20 @@ export class UpstreamPool {
     for (;;) {
       const m = member!;
       tried.add(m.id);
-      let res: UpstreamResponse;
+      // An answer, or the failure that took its place; either may send the call on to the next member.
+      let outcome: { res: UpstreamResponse; member: PoolMember } | { err: unknown };
+      let reason: FailureReason | undefined;
       try {
-        res = await this.callMember(m, c);
+        outcome = { res: await this.callMember(m, c), member: m };
+        reason = statusReason(outcome.res.status);
       } catch (err) {
-        const reason = failureReason(err);
-        if (!reason || !(member = await this.next(tried, opts.until))) throw err;
-        opts.onFailover?.(m, reason);
-        memberFailovers.inc({ vendor: this.vendor, stage: c.stage });
-        continue;
+        outcome = { err };
+        reason = failureReason(err);
       }
-      const reason = statusReason(res.status);
-      if (!reason || !(member = await this.next(tried, opts.until))) return { res, member: m };
+      if (!reason || !(member = await this.next(tried, opts.until))) {
+        if ('err' in outcome) throw outcome.err;
+        return outcome;
+      }
       opts.onFailover?.(m, reason);
       memberFailovers.inc({ vendor: this.vendor, stage: c.stage });
     }
