@@ -3,7 +3,7 @@
 // port only behind metrics.token. One handler serves both.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { timingSafeEqual } from 'node:crypto';
+import { sameSecret } from '../util/secrets.ts';
 import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { registry } from '../metrics/metrics.ts';
@@ -33,9 +33,7 @@ export async function serveMetrics(req: IncomingMessage, res: ServerResponse, to
 
 function bearerMatches(header: string | undefined, token: string): boolean {
   const m = /^Bearer\s+(.+)$/i.exec(header ?? '');
-  const given = Buffer.from(m?.[1]?.trim() ?? '');
-  const want = Buffer.from(token);
-  return given.length === want.length && timingSafeEqual(given, want);
+  return sameSecret(m?.[1]?.trim() ?? '', token);
 }
 
 /** The metrics listener; resolves with its URL once it listens (a port in use fails the start). */

@@ -10,7 +10,7 @@
 //   asks the provider to stop it the same way
 // Every transition is a compare-and-set on the status (TaskStore.transition), so a late or
 // duplicate poll answer never moves a finished task and settle/release happen once.
-import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { ATTR_DB_OPERATION_NAME } from '@opentelemetry/semantic-conventions';
 import type { Logger } from 'pino';
 import { GatewayError, isDependencyUnavailable } from '../errors/gateway-error.ts';
@@ -26,6 +26,7 @@ import type { UpstreamResponse } from '../upstream/client.ts';
 import type { PoolMember } from '../upstream/pool.ts';
 import { isoAt, isoNow, type Clock } from '../util/clock.ts';
 import { newUuid } from '../util/ids.ts';
+import { sameSecret } from '../util/secrets.ts';
 import { sweepRedrives, taskDuration, tasksCreated, tasksFinished, upstreamErrors, upstreamRequests } from '../metrics/metrics.ts';
 import { RetryUntilDone } from '../util/retry-until-done.ts';
 import { traced, tracing } from '../tracing/tracing.ts';
@@ -562,13 +563,6 @@ async function readOptional(expr: { evaluate(input: unknown): Promise<unknown> }
   if (!expr || body === undefined) return undefined;
   const v = await expr.evaluate(body).catch(() => undefined);
   return v === undefined || v === null || v === '' ? undefined : String(v);
-}
-
-/** Compares two secrets in constant time. */
-function sameSecret(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 /** A copy of `body` with `value` at the dotted path `at` (objects created on the way). */
