@@ -3,7 +3,7 @@
 // with provider_c's upstream at UPSTREAM_URL and every other vendor switched off.
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { loadConfigText } from '../engine/config/load-config.ts';
+import { loadConfigText } from '../engine/load-config.ts';
 import { startGateway } from '../engine/gateway.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));

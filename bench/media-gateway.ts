@@ -5,7 +5,7 @@
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { loadConfigText } from '../engine/config/load-config.ts';
+import { loadConfigText } from '../engine/load-config.ts';
 import { startGateway } from '../engine/gateway.ts';
 import { NO_LIMITS } from '../test/helpers/gateway.ts';
 

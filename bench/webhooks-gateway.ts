@@ -1,7 +1,7 @@
 // The gateway of bench/webhooks.ts: memory store, sandbox on, webhooks allowed to the local
 // receiver (its test CA trusted), per-endpoint rate limit lifted so the pool's speed shows.
 // Over IPC: `setup` registers endpoints, `burst` publishes events (one delivery per endpoint each).
-import { loadConfigText } from '../engine/config/load-config.ts';
+import { loadConfigText } from '../engine/load-config.ts';
 import { startGateway } from '../engine/gateway.ts';
 import { fileURLToPath } from 'node:url';
 

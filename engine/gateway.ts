@@ -16,7 +16,7 @@ import { listenForMetrics } from './http/metrics-endpoint.ts';
 import { setScrapeSources, setTenantLabel } from './metrics/metrics.ts';
 import type { JobScheduler } from './jobs/scheduler.ts';
 import { createLogger } from './log/logger.ts';
-import { createStores, type Role, type Stores } from './store/factory.ts';
+import { createStores, type Role, type Stores } from './stores.ts';
 import { ProxyHandler } from './http/proxy-handler.ts';
 import { SandboxSimulator } from './sandbox/simulator.ts';
 import { resolveBillingConfig, type BillingConfigInput } from './billing/config.ts';

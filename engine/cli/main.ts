@@ -4,10 +4,10 @@
 // same whatever the store: they need GATEWAY_ADMIN_TOKEN and the gateway's URL.
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
-import { loadConfigFile } from '../config/load-config.ts';
+import { loadConfigFile } from '../load-config.ts';
 import { formatProblem, LoadError } from '../config/yaml-source.ts';
 import { startGateway } from '../gateway.ts';
-import type { Role } from '../store/factory.ts';
+import type { Role } from '../stores.ts';
 import { adminCommand, ADMIN_USAGE } from './admin-client.ts';
 import { CHECK_USAGE, checkCommand } from './check.ts';
 import { diffCommand, newVendorCommand, openapiCommand, routesCommand, TOOLS_USAGE } from './tools.ts';

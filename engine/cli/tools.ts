@@ -3,7 +3,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfigFile } from '../config/load-config.ts';
+import { loadConfigFile } from '../load-config.ts';
 import { formatProblem, LoadError } from '../config/yaml-source.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import type { VendorDescriptor } from '../descriptors/types.ts';

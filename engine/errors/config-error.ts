@@ -1,7 +1,7 @@
 // A config.yaml value the schema lets through but the engine cannot use: a CIDR that is not one,
 // a CA file that does not exist, an amount outside the money range. The resolver of each config
 // section (webhooks, billing, limits) throws it with the JSON pointer of every such value, so
-// the loader (engine/config/load-config.ts) reports each as `file:line:col  /pointer  message`
+// the loader (engine/load-config.ts) reports each as `file:line:col  /pointer  message`
 // like a schema error, and `gateway check` refuses exactly what `serve` refuses.
 
 export interface ConfigProblem {

@@ -3,7 +3,7 @@
 // fixture files, which stand for their descriptor) — by default the config's vendors folder.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { loadConfigFile, loadConfigText } from '../config/load-config.ts';
+import { loadConfigFile, loadConfigText } from '../load-config.ts';
 import { LoadError, type Problem } from '../config/yaml-source.ts';
 import type { GatewayConfig } from '../config/types.ts';
 

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { loadConfigText, loadConfigFile } from '../../engine/config/load-config.ts';
+import { loadConfigText, loadConfigFile } from '../../engine/load-config.ts';
 import { runChecks } from '../../engine/tooling/checks.ts';
 import { formatProblem, LoadError } from '../../engine/config/yaml-source.ts';
 import { compileVendors } from '../../engine/descriptors/compile.ts';

@@ -8,7 +8,7 @@ import { MemoryTenantStore } from '../../engine/store/memory/tenants.ts';
 import { TenantService } from '../../engine/tenants/service.ts';
 import { ConsoleSessions } from '../../engine/tenants/sessions.ts';
 import { ManualClock } from '../../engine/util/clock.ts';
-import { loadConfigText } from '../../engine/config/load-config.ts';
+import { loadConfigText } from '../../engine/load-config.ts';
 import { LoadError } from '../../engine/config/yaml-source.ts';
 import { call, newTenant, ROOT, startTestGateway, type CallResult } from '../helpers/gateway.ts';
 

@@ -1,7 +1,7 @@
 // Starts real listening gateways for tests: loopback, port 0, quiet logs, time scaled down.
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { loadConfigText } from '../../engine/config/load-config.ts';
+import { loadConfigText } from '../../engine/load-config.ts';
 import { startGateway, type Gateway, type GatewayOptions } from '../../engine/gateway.ts';
 import { createLogger } from '../../engine/log/logger.ts';
 

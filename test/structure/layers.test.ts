@@ -4,9 +4,9 @@
 // `export … from`, side-effect `import '…'`, dynamic `import('…')`; type-only imports count),
 // each file is put in a folder and each folder in a layer, top to bottom:
 //
-//   composition root  the wiring: engine/*.ts (gateway.ts), engine/store/factory.ts (picks the
-//                     store adapters), engine/config/load-config.ts (runs each service's config
-//                     resolver). May import anything; only offline tooling imports it.
+//   composition root  the wiring, the files at engine/'s top: gateway.ts, stores.ts (picks the
+//                     store adapters), load-config.ts (runs each service's config resolver).
+//                     May import anything; only offline tooling imports it.
 //   http              engine/http: the front door and both planes' HTTP adapters (express,
 //                     find-my-way).
 //   services          tasks, billing, webhooks, proxy, limits, tenants, idempotency, sandbox (the
@@ -55,13 +55,12 @@ const GROUND = new Set(['errors', 'util', 'log', 'config', 'metrics', 'tracing']
 const TOOLING = new Set(['cli', 'tooling']);
 const HTTP = 'http';
 const ROOT = 'root';
-const WIRING = new Set(['store/factory.ts', 'config/load-config.ts']);
 
 interface Edge { from: string; to: string; specifier: string }
 
 /** engine-relative path → folder: the first segment, with the adapters and the root split out. */
 function folderOf(file: string): string {
-  if (!file.includes('/') || WIRING.has(file)) return ROOT;
+  if (!file.includes('/')) return ROOT;
   if (file.startsWith('store/memory/')) return 'store/memory';
   if (file.startsWith('store/redis/')) return 'store/redis';
   if (file.startsWith('jobs/bullmq')) return 'jobs/bullmq';

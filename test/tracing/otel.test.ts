@@ -282,7 +282,7 @@ tracing: { enabled: ${enabled}, otlp_endpoint: "${otlp.url}", service_name: gw-u
   it('does not even load the SDK when tracing is off', async () => {
     // A process of its own: this one has loaded the SDK for the tests above.
     const script = `
-      const { loadConfigText } = await import(${JSON.stringify(`${ROOT}engine/config/load-config.ts`)});
+      const { loadConfigText } = await import(${JSON.stringify(`${ROOT}engine/load-config.ts`)});
       const { startGateway } = await import(${JSON.stringify(`${ROOT}engine/gateway.ts`)});
       const { createLogger } = await import(${JSON.stringify(`${ROOT}engine/log/logger.ts`)});
       const config = loadConfigText('server: { host: 127.0.0.1, port: 0 }\\nsandbox: { enabled: true, demo_api_key: ${DEMO_KEY} }\\nmetrics: { enabled: false }\\ntracing: { enabled: false }\\n', ${JSON.stringify(ROOT)}, { env: {} });

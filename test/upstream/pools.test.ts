@@ -9,7 +9,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import type { ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfigText } from '../../engine/config/load-config.ts';
+import { loadConfigText } from '../../engine/load-config.ts';
 import { LoadError } from '../../engine/config/yaml-source.ts';
 import type { Gateway } from '../../engine/gateway.ts';
 import { memberBreakerState } from '../../engine/metrics/metrics.ts';

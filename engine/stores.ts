@@ -1,33 +1,33 @@
 // Chooses the adapters of every store port from config: `memory` (one process, the embedded
 // default) or `redis` (any number of processes sharing one Redis; jobs on BullMQ).
-import type { BreakerStore } from '../upstream/breaker-store.ts';
-import { MemoryBreakerStore } from './memory/breakers.ts';
-import { RedisBreakerStore } from './redis/breakers.ts';
-import type { GatewayConfig } from '../config/types.ts';
-import type { WalletStore } from '../billing/store.ts';
-import type { IdempotencyStore } from '../idempotency/store.ts';
-import type { SharedMediaStore } from '../media/shared.ts';
-import { BullJobScheduler } from '../jobs/bullmq-scheduler.ts';
-import { MemoryJobScheduler, type JobErrorReporter, type JobScheduler } from '../jobs/scheduler.ts';
-import type { RateCountersFactory } from '../limits/store.ts';
-import type { LimitsStore } from '../limits/store.ts';
-import type { TaskStore } from '../tasks/store.ts';
-import type { SessionStore, TenantStore } from '../tenants/store.ts';
-import type { WebhookStore } from '../webhooks/store.ts';
-import { MemoryIdempotencyStore } from './memory/idempotency.ts';
-import { MemoryLimitsStore } from './memory/limits.ts';
-import { memoryRateCounters } from './memory/rate-counters.ts';
-import { MemoryTaskStore } from './memory/tasks.ts';
-import { MemoryTenantStore } from './memory/tenants.ts';
-import { MemorySessionStore } from './memory/sessions.ts';
-import { SESSION_LIFETIME_CAP_MS } from '../tenants/sessions.ts';
-import { MemoryWalletStore } from './memory/wallets.ts';
-import { MemoryWebhookStore } from './memory/webhooks.ts';
-import { within } from '../util/within.ts';
-import { failFastClient, jobWorkerCluster, pingAll } from './redis/client.ts';
+import type { BreakerStore } from './upstream/breaker-store.ts';
+import { MemoryBreakerStore } from './store/memory/breakers.ts';
+import { RedisBreakerStore } from './store/redis/breakers.ts';
+import type { GatewayConfig } from './config/types.ts';
+import type { WalletStore } from './billing/store.ts';
+import type { IdempotencyStore } from './idempotency/store.ts';
+import type { SharedMediaStore } from './media/shared.ts';
+import { BullJobScheduler } from './jobs/bullmq-scheduler.ts';
+import { MemoryJobScheduler, type JobErrorReporter, type JobScheduler } from './jobs/scheduler.ts';
+import type { RateCountersFactory } from './limits/store.ts';
+import type { LimitsStore } from './limits/store.ts';
+import type { TaskStore } from './tasks/store.ts';
+import type { SessionStore, TenantStore } from './tenants/store.ts';
+import type { WebhookStore } from './webhooks/store.ts';
+import { MemoryIdempotencyStore } from './store/memory/idempotency.ts';
+import { MemoryLimitsStore } from './store/memory/limits.ts';
+import { memoryRateCounters } from './store/memory/rate-counters.ts';
+import { MemoryTaskStore } from './store/memory/tasks.ts';
+import { MemoryTenantStore } from './store/memory/tenants.ts';
+import { MemorySessionStore } from './store/memory/sessions.ts';
+import { SESSION_LIFETIME_CAP_MS } from './tenants/sessions.ts';
+import { MemoryWalletStore } from './store/memory/wallets.ts';
+import { MemoryWebhookStore } from './store/memory/webhooks.ts';
+import { within } from './util/within.ts';
+import { failFastClient, jobWorkerCluster, pingAll } from './store/redis/client.ts';
 import {
   RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisSessionStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateCounters,
-} from './redis/index.ts';
+} from './store/redis/index.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 

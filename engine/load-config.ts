@@ -6,14 +6,14 @@
 // PORT, when set, overrides the listen port, as Node services conventionally allow.
 import { statSync } from 'node:fs';
 import { resolve, dirname, isAbsolute } from 'node:path';
-import { resolveBillingConfig, type BillingConfigInput } from '../billing/config.ts';
-import { creditsToMilli, MoneyError } from '../util/money.ts';
-import { ConfigValueError, type ConfigProblem } from '../errors/config-error.ts';
-import { LimitsConfig, type LimitsConfigInput } from '../limits/config.ts';
-import { createAjv, ajvProblems } from '../validation/ajv.ts';
-import { resolveWebhookConfig } from '../webhooks/config.ts';
-import { LoadError, readYaml, parseYaml, type YamlSource } from './yaml-source.ts';
-import type { GatewayConfig } from './types.ts';
+import { resolveBillingConfig, type BillingConfigInput } from './billing/config.ts';
+import { creditsToMilli, MoneyError } from './util/money.ts';
+import { ConfigValueError, type ConfigProblem } from './errors/config-error.ts';
+import { LimitsConfig, type LimitsConfigInput } from './limits/config.ts';
+import { createAjv, ajvProblems } from './validation/ajv.ts';
+import { resolveWebhookConfig } from './webhooks/config.ts';
+import { LoadError, readYaml, parseYaml, type YamlSource } from './config/yaml-source.ts';
+import type { GatewayConfig } from './config/types.ts';
 
 export interface LoadConfigOptions {
   env?: Record<string, string | undefined>;
