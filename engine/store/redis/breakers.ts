@@ -4,8 +4,8 @@
 // (consecutive failures), u (open until, epoch ms; 0 closed), p (1 while a trial call runs).
 // Records expire a day after their last change, so members removed from config leave nothing.
 import { CLOSED, type BreakerRecord, type BreakerStore } from '../../upstream/breaker-store.ts';
-import type { RedisClient, RedisStoreOptions } from './keys.ts';
-import { checkPrefix, lua } from './script.ts';
+import { checkPrefix, type RedisClient, type RedisStoreOptions } from './keys.ts';
+import { lua } from './script.ts';
 
 const TTL_MS = 86_400_000;
 

@@ -4,7 +4,6 @@
 // slot and each script touches one slot. Records read by id alone (tasks, deliveries,
 // endpoints' pacing) carry their own tag.
 import type { Cluster, Redis } from 'ioredis';
-import { checkPrefix } from './script.ts';
 
 /**
  * A connection to one Redis or to a Redis Cluster: the adapters use only commands and scripts
@@ -17,6 +16,12 @@ export interface RedisStoreOptions {
   client: RedisClient;
   /** e.g. `gw:`; no braces (the adapters add the hash tags). */
   prefix: string;
+}
+
+/** Key prefixes must not contain hash-tag braces: the adapters place the tags themselves. */
+export function checkPrefix(prefix: string): string {
+  if (/[{}]/.test(prefix)) throw new Error(`redis key prefix ${JSON.stringify(prefix)} must not contain '{' or '}'`);
+  return prefix;
 }
 
 export class Keys {

@@ -2,8 +2,7 @@
 // a TTL so a task that never reaches its submit does not pin memory. Content-addressed, so two
 // tasks uploading the same image share one key.
 import type { SharedMediaStore } from '../../media/shared.ts';
-import type { RedisStoreOptions } from './keys.ts';
-import { checkPrefix } from './script.ts';
+import { checkPrefix, type RedisStoreOptions } from './keys.ts';
 
 export class RedisMediaStore implements SharedMediaStore {
   private readonly client: RedisStoreOptions['client'];

@@ -77,9 +77,3 @@ end
 /** A script with the shebang and the shared helpers in front. */
 export const lua = (body: string, opts: { readOnly?: boolean } = {}): LuaScript =>
   new LuaScript(`#!lua${opts.readOnly ? ' flags=no-writes' : ''}\n${LUA_LIB}${body}`);
-
-/** Key prefixes must not contain hash-tag braces: the adapters place the tags themselves. */
-export function checkPrefix(prefix: string): string {
-  if (/[{}]/.test(prefix)) throw new Error(`redis key prefix ${JSON.stringify(prefix)} must not contain '{' or '}'`);
-  return prefix;
-}

@@ -4,8 +4,8 @@
 // hashes by creation time, in another slot: it is written first and kept as a superset (a hash
 // whose session is gone costs nothing but a slot in the cap, and leaves it at the lifetime cap).
 import type { SessionRecord, SessionStore } from '../../tenants/store.ts';
-import type { RedisClient, RedisStoreOptions } from './keys.ts';
-import { checkPrefix, lua } from './script.ts';
+import { checkPrefix, type RedisClient, type RedisStoreOptions } from './keys.ts';
+import { lua } from './script.ts';
 
 // KEYS: owner index. ARGV: drop-before (ms), created (ms), hash, index ttl (ms), max.
 // Adds the hash, drops entries past the lifetime cap, and pops (returns) the oldest beyond max.
