@@ -256,6 +256,10 @@ class ProxiedRequest implements StreamSink {
     this.res.once('drain', resume);
   }
 
+  endStream(): void {
+    this.res.end();
+  }
+
   /**
    * Stream writes made while undici hands over one read from the upstream (headers, events,
    * often the end) leave in one write(2) instead of one each: the socket is corked until the
@@ -284,7 +288,6 @@ class ProxiedRequest implements StreamSink {
       case 'answer':
         return end.status >= 200 && end.status < 300 ? this.answerBuffered(end.status, end.headers, end.body) : this.answerUpstreamError(end.status, end.headers, end.body);
       case 'stream':
-        this.res.end();
         return this.streamUsage(end.tap);
       case 'aborted':
         this.outcome = 'client_closed';

@@ -23,13 +23,19 @@ export interface StreamSink {
   writeStream(chunk: Buffer): boolean;
   /** Call `resume` once the client's buffer has drained. */
   whenDrained(resume: () => void): void;
+  /**
+   * The stream ended cleanly: end the client's response now, in the callback that brought the
+   * upstream's last bytes, so the end leaves with them in one write rather than after the
+   * exchange's promise settles (a turn later, a write(2) of its own).
+   */
+  endStream(): void;
 }
 
 /** How an exchange ended. `tap` is there when a stream had begun (its head is out). */
 export type ExchangeEnd =
   /** A non-stream answer, whole (any status). */
   | { kind: 'answer'; status: number; headers: IncomingHttpHeaders; body: Buffer }
-  /** The stream ended cleanly. */
+  /** The stream ended cleanly (the sink has ended it). */
   | { kind: 'stream'; tap: SseTap }
   /** No (more) answer: network, timeout, an answer too large. */
   | { kind: 'failed'; failure: UpstreamFailure; tap?: SseTap }
@@ -151,7 +157,10 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    if (this.tap) return this.end({ kind: 'stream', tap: this.tap });
+    if (this.tap) {
+      this.sink.endStream();
+      return this.end({ kind: 'stream', tap: this.tap });
+    }
     const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size);
     this.chunks = [];
     this.end({ kind: 'answer', status: this.status, headers: this.headers, body });
