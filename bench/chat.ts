@@ -9,7 +9,9 @@
 //
 // 1. Saturation (closed loop, keep-alive, 10 and 64 connections, sync and streamed): req/s,
 //    p50/p99, and each proxy's CPU time per request = its own user+system time (all threads)
-//    over the measured window / requests completed. A diagnostic row, gateway-core, repeats the
+//    over the measured window / requests completed, and its write system calls per request
+//    (/proc/<pid>/io): a figure the machine's speed does not move, so a path that starts
+//    answering in more writes shows here even when the CPU figures swing. A diagnostic row, gateway-core, repeats the
 //    sync runs with billing, limits and the access log switched off, to show where CPU goes.
 // 2. Latency at a fixed offered rate (RATE req/s spread over 10 and 64 connections): p50/p99
 //    measured from each request's scheduled start, so queueing behind a slow request counts.
@@ -30,6 +32,7 @@
 //      BENCH_PREWARM_SECONDS (6) of sync and streamed load through each proxy before the first
 //      run, BENCH_RATE (2000), BENCH_TTFB_REQUESTS (300) per target.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool, type Dispatcher } from 'undici';
@@ -86,6 +89,8 @@ interface Sample {
   p50: number;
   p99: number;
   cpuUs: number | undefined;
+  /** The proxy's write(2)/writev(2) calls per request: independent of the machine's speed. */
+  writes: number | undefined;
   errors: number;
   /** The load generator's longest event-loop stall, ms: a long one means the machine paused. */
   stallMs: number;
@@ -119,6 +124,15 @@ const cpuOf = async (child: ChildProcess | undefined): Promise<number | undefine
   if (!child) return undefined;
   const { cpu } = await ask<{ cpu: NodeJS.CpuUsage }>(child, { cpu: true });
   return cpu.user + cpu.system;
+};
+
+/** The write system calls a process has made (Linux's /proc/<pid>/io); undefined elsewhere. */
+const writesOf = (child: ChildProcess | undefined): number | undefined => {
+  try {
+    return child?.pid ? Number(/^syscw: (\d+)$/m.exec(readFileSync(`/proc/${child.pid}/io`, 'utf8'))?.[1]) : undefined;
+  } catch {
+    return undefined;
+  }
 };
 
 /** One request; resolves with [time to first body byte, end] as performance.now() stamps. */
@@ -156,6 +170,7 @@ interface Window {
   seconds: number;
   /** The proxy's CPU time over the window, µs (undefined for direct). */
   cpu: number | undefined;
+  writes: number | undefined;
   stallMs: number;
 }
 
@@ -190,6 +205,7 @@ async function run(t: Target, stream: boolean, connections: number, seconds: num
   const workers = Array.from({ length: connections }, (_, i) => worker(i));
   await sleep(warmupSeconds * 1000);
   const cpu0 = await cpuOf(t.child);
+  const writes0 = writesOf(t.child);
   phase = 'measure';
   const stalls = monitorEventLoopDelay({ resolution: 1 });
   stalls.enable();
@@ -200,20 +216,25 @@ async function run(t: Target, stream: boolean, connections: number, seconds: num
   await Promise.all(workers);
   const elapsed = (performance.now() - t0) / 1000;
   const cpu1 = await cpuOf(t.child);
+  const writes1 = writesOf(t.child);
   await pool.close();
-  return { lat, errors, seconds: elapsed, cpu: cpu0 === undefined || cpu1 === undefined ? undefined : cpu1 - cpu0, stallMs: stalls.max / 1e6 };
+  const delta = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : b - a);
+  return { lat, errors, seconds: elapsed, cpu: delta(cpu0, cpu1), writes: delta(writes0, writes1), stallMs: stalls.max / 1e6 };
 }
 
 /** One target's windows pooled: every request of every window counts once. */
 function pooled(windows: Window[]): Sample {
   const sorted = Float64Array.from(windows.flatMap((w) => w.lat)).sort();
   const sum = (k: 'errors' | 'seconds') => windows.reduce((a, w) => a + w[k], 0);
-  const cpu = windows.every((w) => w.cpu !== undefined) ? windows.reduce((a, w) => a + w.cpu!, 0) : undefined;
+  const total = (k: 'cpu' | 'writes') => (windows.every((w) => w[k] !== undefined) ? windows.reduce((a, w) => a + w[k]!, 0) : undefined);
+  const cpu = total('cpu');
+  const writes = total('writes');
   return {
     rps: sorted.length / sum('seconds'),
     p50: pct(sorted, 50),
     p99: pct(sorted, 99),
     cpuUs: cpu === undefined ? undefined : cpu / (sorted.length + sum('errors')),
+    writes: writes === undefined ? undefined : writes / (sorted.length + sum('errors')),
     errors: sum('errors'),
     stallMs: Math.max(...windows.map((w) => w.stallMs)),
   };
@@ -287,9 +308,9 @@ export async function main(): Promise<boolean> {
     // requests, so the runs measure compiled code, not the JIT's first minutes.
     for (const t of [minproxy, gateway]) for (const stream of [false, true]) await saturated(t, stream, 10, PREWARM / 2);
     console.log('\n1. saturation (closed loop)');
-    console.log('mode    conns  target          req/s    p50 ms    p99 ms  cpu µs/req  errors');
+    console.log('mode    conns  target          req/s    p50 ms    p99 ms  cpu µs/req  writes/req  errors');
     const row = (mode: string, c: number, name: string, s: Sample, stall = false) =>
-      console.log(`${mode.padEnd(7)} ${String(c).padStart(5)}  ${name.padEnd(13)} ${f(s.rps, 0).padStart(8)} ${f(s.p50, 3).padStart(9)} ${f(s.p99, 3).padStart(9)} ${f(s.cpuUs, 1).padStart(11)} ${String(s.errors).padStart(7)}${stall ? f(s.stallMs, 1).padStart(19) : ''}`);
+      console.log(`${mode.padEnd(7)} ${String(c).padStart(5)}  ${name.padEnd(13)} ${f(s.rps, 0).padStart(8)} ${f(s.p50, 3).padStart(9)} ${f(s.p99, 3).padStart(9)} ${f(s.cpuUs, 1).padStart(11)} ${f(s.writes, 2).padStart(11)} ${String(s.errors).padStart(7)}${stall ? f(s.stallMs, 1).padStart(19) : ''}`);
     for (const mode of ['sync', 'stream'] as const) {
       for (const c of CONNECTIONS) {
         for (const t of [direct, minproxy, gateway]) {
@@ -309,7 +330,7 @@ export async function main(): Promise<boolean> {
     console.log('  * diagnostic: the gateway with billing, limits and the access log switched off');
 
     console.log(`\n2. latency at ${RATE} req/s offered (direct and gateway in alternating ${PACED / 2} s windows, pooled)`);
-    console.log('mode    conns  target          req/s    p50 ms    p99 ms  cpu µs/req  errors  load-gen stall ms');
+    console.log('mode    conns  target          req/s    p50 ms    p99 ms  cpu µs/req  writes/req  errors  load-gen stall ms');
     for (const mode of ['sync', 'stream'] as const) {
       for (const c of CONNECTIONS) {
         const pair = await pacedPair(direct, gateway, mode === 'stream', c);
