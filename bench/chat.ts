@@ -11,8 +11,9 @@
 //    p50/p99, and each proxy's CPU time per request = its own user+system time (all threads)
 //    over the measured window / requests completed, and its write system calls per request
 //    (/proc/<pid>/io): a figure the machine's speed does not move, so a path that starts
-//    answering in more writes shows here even when the CPU figures swing. A diagnostic row, gateway-core, repeats the
-//    sync runs with billing, limits and the access log switched off, to show where CPU goes.
+//    answering in more writes shows here even when the CPU figures swing. A diagnostic row,
+//    gateway-core, repeats the sync runs with billing, limits and the access log switched off,
+//    to show where CPU goes.
 // 2. Latency at a fixed offered rate (RATE req/s spread over 10 and 64 connections): p50/p99
 //    measured from each request's scheduled start, so queueing behind a slow request counts.
 //    At saturation, latency is just connections ÷ throughput; this is the added latency a
