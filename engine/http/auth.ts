@@ -2,9 +2,9 @@
 // given (the /v1 console routes, the admin API), a console session cookie is accepted instead of
 // the bearer credential (./console-session.ts); a request with an Authorization header is always
 // judged by that header alone.
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { GatewayError } from '../errors/gateway-error.ts';
+import { sameSecret } from '../util/secrets.ts';
 import type { TenantService } from '../tenants/service.ts';
 import type { ConsoleSessions } from '../tenants/sessions.ts';
 import { ADMIN_COOKIE, cookieSession, TENANT_COOKIE } from './console-session.ts';
@@ -33,13 +33,11 @@ export function requireApiKey(tenants: TenantService, sessions?: ConsoleSessions
 
 /** The admin API is closed unless an admin token is configured (GATEWAY_ADMIN_TOKEN). */
 export function requireAdminToken(token: string, sessions?: ConsoleSessions) {
-  const expected = createHash('sha256').update(token).digest();
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (!token) throw new GatewayError(1001, 'The admin API is disabled: set GATEWAY_ADMIN_TOKEN to enable it.');
     if (sessions && req.headers.authorization === undefined && (await cookieSession(req, res, sessions, ADMIN_COOKIE))) return next();
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-    const given = createHash('sha256').update(m?.[1] ?? '').digest();
-    if (!m || !timingSafeEqual(given, expected)) throw new GatewayError(1001, 'Invalid admin token.', { headers: { 'WWW-Authenticate': 'Bearer' } });
+    if (!m || !sameSecret(m[1]!, token)) throw new GatewayError(1001, 'Invalid admin token.', { headers: { 'WWW-Authenticate': 'Bearer' } });
     next();
   };
 }

@@ -4,9 +4,10 @@
 // never more than SESSION_LIFETIME_CAP_MS after sign-in: a stolen cookie stops working on its own.
 // A tenant session is re-checked against its key on every use, so revoking or expiring the key
 // (or disabling the tenant) ends its sessions at once, whatever the store still holds.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { Clock } from '../util/clock.ts';
+import { sameSecret } from '../util/secrets.ts';
 import { hasScope, type AuthContext } from './auth-context.ts';
 import type { TenantService } from './service.ts';
 import type { SessionRecord, SessionStore } from './store.ts';
@@ -72,7 +73,7 @@ export class ConsoleSessions {
 
   async signInOperator(token: string): Promise<OpenedSession> {
     if (!this.o.adminToken) throw unauthenticated('The admin API is disabled: set GATEWAY_ADMIN_TOKEN to enable it.');
-    if (!timingSafeEqual(sha256(token), sha256(this.o.adminToken))) throw unauthenticated('Invalid admin token.');
+    if (!sameSecret(token, this.o.adminToken)) throw unauthenticated('Invalid admin token.');
     return this.open('operator', 'operator', undefined, this.adminTag());
   }
 
