@@ -37,6 +37,7 @@ import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool, type Dispatcher } from 'undici';
+import { chatRequest } from './support.ts';
 
 const HERE = fileURLToPath(new URL('./', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
@@ -63,18 +64,6 @@ export const TARGETS = {
   p99_64_over_10: 3,
   ttfb_added_ms: 0.5,
 };
-
-const request = (stream: boolean) =>
-  Buffer.from(JSON.stringify({
-    model: 'gpt-4o-mini',
-    messages: [
-      { role: 'system', content: 'You are a concise assistant. Answer in one short paragraph.' },
-      { role: 'user', content: 'Explain in two sentences why the sky looks blue during the day and red at sunset.' },
-    ],
-    temperature: 0.7,
-    max_completion_tokens: 200,
-    ...(stream ? { stream: true } : {}),
-  }));
 
 type Name = 'direct' | 'minproxy' | 'gateway' | 'gateway-core';
 
@@ -181,7 +170,7 @@ interface Window {
  */
 async function run(t: Target, stream: boolean, connections: number, seconds: number, rate?: number, warmupSeconds = WARMUP): Promise<Window> {
   const pool = new Pool(t.url, { connections, pipelining: 1, keepAliveTimeout: 60_000 });
-  const body = request(stream);
+  const body = chatRequest(stream);
   const headers = { ...t.headers, 'content-type': 'application/json' };
   const interval = rate ? (1000 * connections) / rate : 0;
   let phase: 'warmup' | 'measure' | 'stop' = 'warmup';
@@ -269,7 +258,7 @@ async function pacedPair(direct: Target, gateway: Target, stream: boolean, conne
 async function ttfb(targets: Target[], n: number): Promise<number[]> {
   const pools = targets.map((t) => new Pool(t.url, { connections: 1 }));
   const headers = targets.map((t) => ({ ...t.headers, 'content-type': 'application/json' }));
-  const body = request(true);
+  const body = chatRequest(true);
   const firsts: number[][] = targets.map(() => []);
   const forward = targets.map((_, k) => k);
   try {

@@ -20,6 +20,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
+import { chatRequest } from './support.ts';
 
 const [mode, ...trees] = process.argv.slice(2);
 if (!mode || !['chat', 'stream', 'create'].includes(mode) || trees.length < 2) {
@@ -64,18 +65,7 @@ for (const tree of trees) {
 
 const path = chat ? '/v1/chat/completions' : '/vendors/provider_d/v1/model_d/generation';
 const okStatus = chat ? 200 : 202;
-const body = Buffer.from(JSON.stringify(chat
-  ? {
-    model: 'gpt-4o-mini',
-    messages: [
-      { role: 'system', content: 'You are a concise assistant. Answer in one short paragraph.' },
-      { role: 'user', content: 'Explain in two sentences why the sky looks blue during the day and red at sunset.' },
-    ],
-    temperature: 0.7,
-    max_completion_tokens: 200,
-    ...(mode === 'stream' ? { stream: true } : {}),
-  }
-  : { prompt: 'a red fox in fresh snow, watercolor', n: 1 }));
+const body = chat ? chatRequest(mode === 'stream') : Buffer.from(JSON.stringify({ prompt: 'a red fox in fresh snow, watercolor', n: 1 }));
 const pools = gateways.map((g) => new Pool(g.msg.url, { connections: CONNECTIONS, pipelining: 1, keepAliveTimeout: 60_000 }));
 
 /** Closed-loop requests to gateway `i` for `ms`; the number answered with the success status. */

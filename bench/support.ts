@@ -49,3 +49,16 @@ export const pct = (xs: number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
+
+/** The chat completion every chat benchmark sends (bench/chat.ts, bench/compare.ts), streamed or not. */
+export const chatRequest = (stream: boolean): Buffer =>
+  Buffer.from(JSON.stringify({
+    model: 'gpt-4o-mini',
+    messages: [
+      { role: 'system', content: 'You are a concise assistant. Answer in one short paragraph.' },
+      { role: 'user', content: 'Explain in two sentences why the sky looks blue during the day and red at sunset.' },
+    ],
+    temperature: 0.7,
+    max_completion_tokens: 200,
+    ...(stream ? { stream: true } : {}),
+  }));
