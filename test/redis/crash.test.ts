@@ -63,10 +63,12 @@ describe('redis mode: crashes lose nothing that was accepted', function () {
       // Steady load for 3 s on both processes; A is killed at 1 s and restarted at 2 s.
       const accepted: string[] = [];
       let refused = 0;
+      let sent = 0;
       const load = (async () => {
         const started = Date.now();
         const inflight: Promise<void>[] = [];
         for (let i = 0; Date.now() - started < 3000; i++) {
+          sent++;
           const target = i % 2 ? `http://127.0.0.1:${portA}` : b.url;
           inflight.push(
             call(target, 'POST', IMAGES, { key, body: { prompt: `load ${i}` } }).then(
@@ -83,7 +85,10 @@ describe('redis mode: crashes lose nothing that was accepted', function () {
       await sleep(1000);
       a = await spawnGateway(config, 'all', portA);
       await load;
-      expect(accepted.length).to.be.greaterThan(100);
+      // How many were sent depends on the machine's speed (one every 10 ms at best); B alone
+      // takes half of them, so well over a third must have been accepted.
+      expect(sent).to.be.greaterThan(100);
+      expect(accepted.length).to.be.greaterThan(sent / 3);
       expect(refused).to.be.greaterThan(0); // some creates hit the dead process
 
       const states = await waitTerminal(b.url, key, accepted, 90_000);
