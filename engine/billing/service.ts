@@ -153,8 +153,9 @@ export class BillingService {
     assertMilli(milli, 'charge', { nonNegative: true });
     const r = await this.store.charge(tenantId, ref, milli, note, this.now());
     const hold = r.hold as HoldRecord;
-    await this.spend?.recordSpend(tenantId, ref, hold.settled);
     if (r.status === 'closed') {
+      // Only a new charge counts towards today's spend: a repeat is the wallet's duplicate.
+      await this.spend?.recordSpend(tenantId, hold.settled);
       countCredits('charged', hold.settled);
       await this.lowBalance?.afterSettlement(tenantId, r.wallet);
     }

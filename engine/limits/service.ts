@@ -39,14 +39,14 @@ const DAY_MS = 86_400_000;
 /**
  * Daily-spend accounting hooked into holds and settlements: BillingService's `spend`, which
  * LimitsService implements. reserveSpend may refuse with GatewayError 1005; cancelSpend undoes a
- * reservation whose hold was refused; finalizeSpend and recordSpend never refuse; all are
- * idempotent per ref.
+ * reservation whose hold was refused; finalizeSpend and recordSpend never refuse. The first
+ * three are idempotent per ref; recordSpend adds every time (it follows a wallet charge, which is).
  */
 export interface SpendGuard {
   reserveSpend(tenantId: string, ref: string, milli: Milli): Promise<void>;
   cancelSpend(tenantId: string, ref: string): Promise<void>;
   finalizeSpend(tenantId: string, ref: string, actualMilli: Milli): Promise<void>;
-  recordSpend(tenantId: string, ref: string, milli: Milli): Promise<void>;
+  recordSpend(tenantId: string, milli: Milli): Promise<void>;
 }
 
 export class LimitsService implements SpendGuard {
@@ -152,9 +152,9 @@ export class LimitsService implements SpendGuard {
     await this.store.finalizeSpend(tenantId, ref, actualMilli);
   }
 
-  /** SpendGuard: post-paid usage already incurred; never refused. Once per ref. */
-  async recordSpend(tenantId: string, ref: string, milli: Milli): Promise<void> {
-    await this.store.recordSpend(tenantId, ref, this.today(), milli);
+  /** SpendGuard: post-paid usage already incurred; never refused. */
+  async recordSpend(tenantId: string, milli: Milli): Promise<void> {
+    await this.store.recordSpend(tenantId, this.today(), milli);
   }
 
   /** Credits (milli) held + settled today (UTC). */

@@ -27,8 +27,12 @@ export interface LimitsStore {
   cancelSpend(tenantId: string, ref: string): Promise<boolean>;
   /** Lower the reservation of `ref` to min(actual, reserved), on the day it was reserved. Once per ref; false if already final or unknown. */
   finalizeSpend(tenantId: string, ref: string, actual: Milli): Promise<boolean>;
-  /** Add already-incurred spend (no limit check). Once per ref. */
-  recordSpend(tenantId: string, ref: string, day: string, milli: Milli): Promise<boolean>;
+  /**
+   * Add already-incurred (post-paid) spend to `day`, with no limit check and no ref kept: the
+   * wallet's charge is what is once per ref, and BillingService records spend only for a charge
+   * the wallet took as new. A record per chat request, kept for days, would grow with traffic.
+   */
+  recordSpend(tenantId: string, day: string, milli: Milli): Promise<void>;
   spent(tenantId: string, day: string): Promise<Milli>;
 }
 

@@ -4,7 +4,8 @@
 //   <p>{t:<id>}:spend         hash   "YYYY-MM-DD" -> milli-credits spent that UTC day; days more
 //                                    than RETAIN_DAYS before the day being written are dropped
 //   <p>{t:<id>}:spend:<ref>   string "day|amount|final(0/1)", TTL REF_TTL_S: a late duplicate of
-//                                    a ref is recognised for at least RETAIN_DAYS + 1 days
+//                                    a hold's ref is recognised for at least RETAIN_DAYS + 1 days
+//                                    (post-paid spend, a chat request's, keeps none)
 import type { Milli } from '../../util/money.ts';
 import type { AcquireResult, LimitsStore, SpendReservation } from '../../limits/store.ts';
 import { Keys, type RedisStoreOptions } from './keys.ts';
@@ -44,13 +45,10 @@ redis.call('HSET', KEYS[1], ARGV[1], num(s + milli))
 return { 'reserved', num(s + milli) }
 `);
 
-// KEYS: days, ref. ARGV: day, milli, cutoff day, ref ttl (s).
+// KEYS: days. ARGV: day, milli, cutoff day. Post-paid spend keeps no ref (see LimitsStore.recordSpend).
 const RECORD = lua(SPEND_LIB + `
 prune(KEYS[1], ARGV[3])
-if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-local milli = tonumber(ARGV[2])
-redis.call('SET', KEYS[2], ARGV[1] .. '|' .. num(milli) .. '|1', 'EX', ARGV[4])
-redis.call('HSET', KEYS[1], ARGV[1], num(spent(KEYS[1], ARGV[1]) + milli))
+redis.call('HSET', KEYS[1], ARGV[1], num(spent(KEYS[1], ARGV[1]) + tonumber(ARGV[2])))
 return 1
 `);
 
@@ -112,8 +110,8 @@ export class RedisLimitsStore implements LimitsStore {
     return (await CLOSE.run(this.client, this.spendKeys(tenantId, ref), [String(actual)])) === 1;
   }
 
-  async recordSpend(tenantId: string, ref: string, day: string, milli: Milli): Promise<boolean> {
-    return (await RECORD.run(this.client, this.spendKeys(tenantId, ref), [day, String(milli), cutoff(day), String(REF_TTL_S)])) === 1;
+  async recordSpend(tenantId: string, day: string, milli: Milli): Promise<void> {
+    await RECORD.run(this.client, [this.k(tenantId, 'spend')], [day, String(milli), cutoff(day)]);
   }
 
   async spent(tenantId: string, day: string): Promise<Milli> {
