@@ -20,7 +20,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
-import { chatRequest } from './support.ts';
+import { chatRequest, createRequest, pct } from './support.ts';
 
 const [mode, ...trees] = process.argv.slice(2);
 if (!mode || !['chat', 'stream', 'create'].includes(mode) || trees.length < 2) {
@@ -65,7 +65,7 @@ for (const tree of trees) {
 
 const path = chat ? '/v1/chat/completions' : '/vendors/provider_d/v1/model_d/generation';
 const okStatus = chat ? 200 : 202;
-const body = chat ? chatRequest(mode === 'stream') : Buffer.from(JSON.stringify({ prompt: 'a red fox in fresh snow, watercolor', n: 1 }));
+const body = chat ? chatRequest(mode === 'stream') : createRequest();
 const pools = gateways.map((g) => new Pool(g.msg.url, { connections: CONNECTIONS, pipelining: 1, keepAliveTimeout: 60_000 }));
 
 /** Closed-loop requests to gateway `i` for `ms`; the number answered with the success status. */
@@ -109,12 +109,11 @@ if (!chat) {
   for (let i = 0; i < gateways.length; i++) t[i]!.cpuUs = cpuEnd[i]! - cpuStart[i]!;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(`${mode}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${WINDOW_MS} ms per tree; gateways on core 0, upstream and load on core 1`);
 console.log(`${'tree'.padEnd(28)} ${'req/s loaded'.padStart(12)} ${(chat ? 'CPU µs/req' : 'CPU µs/create (whole life)').padStart(26)} ${(chat ? '÷ first (median of rounds)' : '÷ first').padStart(27)}`);
 for (let i = 0; i < trees.length; i++) {
   const r = t[i]!;
-  const ratio = chat ? median(r.ratios).toFixed(3) : (r.cpuUs / r.requests / (t[0]!.cpuUs / t[0]!.requests)).toFixed(3);
+  const ratio = chat ? pct(r.ratios, 50).toFixed(3) : (r.cpuUs / r.requests / (t[0]!.cpuUs / t[0]!.requests)).toFixed(3);
   console.log(`${trees[i]!.padEnd(28)} ${String(Math.round((r.requests / r.ms) * 1000)).padStart(12)} ${(r.cpuUs / Math.max(1, r.requests)).toFixed(1).padStart(26)} ${ratio.padStart(27)}`);
 }
 

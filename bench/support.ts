@@ -50,6 +50,9 @@ export const pct = (xs: number[], p: number): number => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
 
+/** The model D create the create benchmarks send (bench/throughput.ts, bench/compare.ts). */
+export const createRequest = (): Buffer => Buffer.from(JSON.stringify({ prompt: 'a red fox in fresh snow, watercolor', n: 1 }));
+
 /** The chat completion every chat benchmark sends (bench/chat.ts, bench/compare.ts), streamed or not. */
 export const chatRequest = (stream: boolean): Buffer =>
   Buffer.from(JSON.stringify({

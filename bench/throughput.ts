@@ -22,7 +22,7 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
-import { child, stop } from './support.ts';
+import { child, createRequest, stop } from './support.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
@@ -46,7 +46,7 @@ pin(gw.proc.pid!, 0);
 pin(stub.proc.pid!, 1);
 pin(process.pid, 1);
 const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-const body = Buffer.from(JSON.stringify({ prompt: 'a red fox in fresh snow, watercolor', n: 1 }));
+const body = createRequest();
 const per = (us: number, n: number) => Math.round(us / Math.max(1, n));
 const cpuUs = (a: NodeJS.CpuUsage, b: NodeJS.CpuUsage) => b.user + b.system - a.user - a.system;
 
