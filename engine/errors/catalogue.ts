@@ -32,7 +32,7 @@ export const CATALOGUE = {
   3005: { status: 500, title: 'Upstream Service Execution Failed' },
   4000: { status: 500, title: 'System Error' },
   // The spec's table shows 500 for every 4xxx code. These two say "try again shortly" and are
-  // answered 503, the status clients, SDKs and load balancers treat as retryable (README,
+  // answered 503, the status clients, SDKs and load balancers treat as retryable (docs/decisions.md,
   // "Decisions where the spec is silent").
   4001: { status: 503, title: 'Service Temporarily Unavailable' },
   4002: { status: 500, title: 'Internal Operation Failed' },
@@ -50,7 +50,7 @@ export type ErrorCode = keyof typeof CATALOGUE;
 
 // Where the spec shows an HTTP status but no service code ("not shown"), the gateway answers
 // with the category's base code and the precise HTTP status. Listed here so that every throw
-// site uses the same pair, and the README's decision table is checked against it.
+// site uses the same pair, and the decision table in docs/decisions.md is checked against it.
 export const HTTP_ONLY = {
   notFound: { code: 2005, status: 404, title: 'Resource Not Found' },
   methodNotAllowed: { code: 2000, status: 405, title: 'Method Not Allowed' },

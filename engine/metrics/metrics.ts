@@ -4,7 +4,7 @@
 // deliveries, the job queues. One process-wide registry: a process runs one gateway (tests that
 // start several read deltas). Labels are bounded sets — route ids, vendors, stages, status
 // classes, service codes, outcomes — never a tenant, key or task id; the one opt-in tenant
-// label (gateway_tenant_requests_total) is capped. The README's catalogue, the alert rules and
+// label (gateway_tenant_requests_total) is capped. The metric catalogue in docs/operating.md, the alert rules and
 // the dashboard in ops/ are held to this file by test/ops/prometheus.test.ts.
 import { readFileSync } from 'node:fs';
 import client from 'prom-client';

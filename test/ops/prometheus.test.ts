@@ -1,6 +1,6 @@
 // The operations files in ops/ against the gateway's own metrics. promtool validates the alert
 // rules, their unit tests (ops/prometheus/alerts.test.yml) and the example scrape config; every
-// metric and label the alerts, the Grafana dashboard and the README's catalogue name must be in
+// metric and label the alerts, the Grafana dashboard and the operating guide's catalogue name must be in
 // the registry of engine/metrics/metrics.ts, so renaming a metric breaks this file instead of
 // silently emptying a panel or an alert; and a real Prometheus scrapes a running gateway, loads
 // the rules and answers every dashboard query.
@@ -143,11 +143,15 @@ function instantiate(expr: string, rateInterval = '5m'): string {
   return expr.replaceAll('$__rate_interval', rateInterval).replaceAll('$job', 'model-gateway').replaceAll('$instance', '.*');
 }
 
-/** The README's "Metrics" catalogue: name → type and labels, as written. */
+/** The operating guide's "Metrics" section (docs/operating.md), up to the next heading. */
+function metricsSection(): string | undefined {
+  return readFileSync(join(ROOT, 'docs', 'operating.md'), 'utf8').split(/^## Metrics$/m)[1]?.split(/^##/m)[0];
+}
+
+/** The operating guide's "Metrics" catalogue: name → type and labels, as written. */
 function readmeCatalogue(): Map<string, Family> {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.split(/^### Metrics$/m)[1]?.split(/^##/m)[0];
-  expect(section, 'README.md has no "### Metrics" section').to.be.a('string');
+  const section = metricsSection();
+  expect(section, 'docs/operating.md has no "## Metrics" section').to.be.a('string');
   const table = section!.split('| metric | type | labels | meaning |')[1];
   expect(table, 'the Metrics section has no "| metric | type | labels | meaning |" table').to.be.a('string');
   const out = new Map<string, Family>();
@@ -248,7 +252,7 @@ describe('ops/: Prometheus rules, scrape config and Grafana dashboard', function
       expect(rows).to.deep.equal(['Traffic', 'Errors', 'Upstream', 'Tasks', 'Money and limits', 'Webhooks and job queues', 'Process', 'Readiness and build']);
     });
 
-    it('the README\'s metric catalogue lists exactly the registry\'s gateway_* metrics, with their types and labels', () => {
+    it('the operating guide\'s metric catalogue lists exactly the registry\'s gateway_* metrics, with their types and labels', () => {
       const readme = readmeCatalogue();
       expect([...readme.keys()].sort()).to.deep.equal([...GATEWAY_FAMILIES].sort());
       for (const name of GATEWAY_FAMILIES) {
@@ -257,8 +261,8 @@ describe('ops/: Prometheus rules, scrape config and Grafana dashboard', function
       }
     });
 
-    it('the README\'s alert list is the alerts of alerts.yml', () => {
-      const readme = readFileSync(join(ROOT, 'README.md'), 'utf8').split(/^### Metrics$/m)[1]!.split(/^##/m)[0]!;
+    it('the operating guide\'s alert list is the alerts of alerts.yml', () => {
+      const readme = metricsSection()!;
       const table = readme.split('| alert | severity | fires when |')[1]!.split('\n\n')[0]!;
       const listed = [...table.matchAll(/`(Gateway\w+)`/g)].map((m) => m[1]!);
       expect(listed.sort()).to.deep.equal(rules().map((r) => r.alert!).sort());
