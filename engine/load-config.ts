@@ -3,7 +3,8 @@
 // then checked for what the schema cannot say (CIDRs, files, amounts, limits: see
 // semanticProblems). Every problem is positioned. `serve` and `gateway check` both load through
 // here, so they refuse the same configs with the same report.
-// PORT, when set, overrides the listen port, as Node services conventionally allow.
+// The documented environment overrides (PORT, METRICS_PORT, ...: engine/config/env-overrides.ts)
+// apply to any config file, after it is read.
 import { statSync } from 'node:fs';
 import { resolve, dirname, isAbsolute } from 'node:path';
 import { resolveBillingConfig, type BillingConfigInput } from './billing/config.ts';
@@ -14,6 +15,7 @@ import { createAjv, ajvProblems } from './validation/ajv.ts';
 import { resolveWebhookConfig } from './webhooks/config.ts';
 import { LoadError, readYaml, parseYaml, type YamlSource } from './config/yaml-source.ts';
 import type { GatewayConfig } from './config/types.ts';
+import { applyEnvOverrides, blameEnv } from './config/env-overrides.ts';
 
 export interface LoadConfigOptions {
   env?: Record<string, string | undefined>;
@@ -40,22 +42,16 @@ function validateConfig(source: YamlSource, env: Record<string, string | undefin
   for (const section of ['server', 'store', 'sandbox', 'admin', 'console', 'timing', 'billing', 'limits', 'webhooks', 'log', 'tracing', 'metrics', 'vendors', 'upstreams']) {
     value[section] ??= {};
   }
-  if (!validator!(value)) throw new LoadError(ajvProblems(source, validator!.errors));
+  const overridden = applyEnvOverrides(value, env);
+  if (!validator!(value)) throw new LoadError(ajvProblems(source, validator!.errors).map((p) => blameEnv(p, overridden)));
   const config = value as unknown as GatewayConfig;
-  if (env.PORT !== undefined && env.PORT !== '') {
-    const port = Number(env.PORT);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) {
-      throw new LoadError([{ file: 'env', line: 0, col: 0, pointer: '/server/port', message: `PORT=${env.PORT} is not a port number` }]);
-    }
-    config.server.port = port;
-  }
   if (config.sandbox.enabled && !config.sandbox.demo_api_key) {
     throw new LoadError([source.problem('/sandbox', 'the sandbox needs demo_api_key (set GATEWAY_DEMO_API_KEY)')]);
   }
   if (!isAbsolute(config.vendors.dir)) config.vendors.dir = resolve(baseDir, config.vendors.dir);
   const problems = semanticProblems(config);
   // In file order, as schema errors and `gateway check` list them.
-  if (problems.length) throw new LoadError(problems.map((p) => source.problem(p.pointer, p.message)).sort((a, b) => a.line - b.line || a.col - b.col));
+  if (problems.length) throw new LoadError(problems.map((p) => blameEnv(source.problem(p.pointer, p.message), overridden)).sort((a, b) => a.line - b.line || a.col - b.col));
   return config;
 }
 

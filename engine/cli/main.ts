@@ -19,7 +19,8 @@ const USAGE = `usage: gateway <command> [options]
 ${CHECK_USAGE}
 ${TOOLS_USAGE}
 ${ADMIN_USAGE}
-Config: --config, else GATEWAY_CONFIG, else ./config.yaml. PORT overrides the listen port.`;
+Config: --config, else GATEWAY_CONFIG, else ./config.yaml. PORT, METRICS_PORT, REDIS_URL and the other
+variables of docs/configuration.md (Environment overrides) replace the file's values.`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
