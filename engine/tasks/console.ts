@@ -2,7 +2,7 @@
 // store's per-tenant index, and one task with the events it emitted and their deliveries.
 import { GatewayError } from '../errors/gateway-error.ts';
 import { exactCredits } from '../util/money.ts';
-import { eventId } from './lifecycle.ts';
+import { eventId } from './ending.ts';
 import type { TaskStore } from './store.ts';
 import { taskResponse, type TaskRecord, type TaskStatus } from './task.ts';
 

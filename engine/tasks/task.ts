@@ -45,6 +45,8 @@ export interface TaskRecord {
 }
 
 export const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed']);
+/** The statuses a transition may move a task out of (every transition is a compare-and-set on them). */
+export const ACTIVE: readonly TaskStatus[] = ['pending', 'processing'];
 
 export interface TaskInfo {
   id: string;

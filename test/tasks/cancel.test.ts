@@ -12,7 +12,7 @@ import { Writable } from 'node:stream';
 import type { ServerResponse } from 'node:http';
 import type { Gateway } from '../../engine/gateway.ts';
 import { createLogger } from '../../engine/log/logger.ts';
-import { eventId } from '../../engine/tasks/lifecycle.ts';
+import { eventId } from '../../engine/tasks/ending.ts';
 import { call, newTenant, ROOT, startTestGateway, waitForTask } from '../helpers/gateway.ts';
 import { FakeUpstream, json } from '../helpers/upstream.ts';
 import { waitFor } from '../webhooks/support/harness.ts';

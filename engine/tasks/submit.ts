@@ -1,0 +1,229 @@
+// Taking a task in and handing it to the provider:
+//   create: reserve credits → store task_info (pending) → task.created → 202, then submit
+//   submit: build the upstream body (descriptor mapping) → POST through the route's pool →
+//           remember the upstream id and the member that took it → first poll
+// A create refused after it may have written something is withdrawn (now, or once the store
+// answers again); a submission lost with its process is re-driven by the sweep.
+import { randomBytes } from 'node:crypto';
+import { ATTR_DB_OPERATION_NAME } from '@opentelemetry/semantic-conventions';
+import type { AsyncRoutePlan } from '../descriptors/compile.ts';
+import { GatewayError, isDependencyUnavailable } from '../errors/gateway-error.ts';
+import { MediaGoneError, mediaBlobs, tokensIn } from '../media/blobs.ts';
+import { adoptMedia, forgetSharedMedia, shareMedia } from '../media/shared.ts';
+import { tasksCreated } from '../metrics/metrics.ts';
+import { traced, tracing } from '../tracing/tracing.ts';
+import { mapUpstreamError, type UpstreamErrorFacts } from '../upstream/failure.ts';
+import type { UpstreamResponse } from '../upstream/client.ts';
+import type { PoolMember } from '../upstream/pool.ts';
+import { isoAt } from '../util/clock.ts';
+import { newUuid } from '../util/ids.ts';
+import { RetryUntilDone } from '../util/retry-until-done.ts';
+import type { TaskCancellation } from './cancel.ts';
+import { eventData, eventId, type TaskEnding } from './ending.ts';
+import { JOBS, type LifecycleDeps, type LifecycleState } from './lifecycle-deps.ts';
+import { pollDelay } from './poll.ts';
+import { asGatewayError, countedError, mappedError, readOptional, routeOf } from './provider.ts';
+import { ACTIVE, taskInfo, type TaskRecord } from './task.ts';
+
+const STORE_CREATE = { [ATTR_DB_OPERATION_NAME]: 'tasks.create' };
+
+export class TaskSubmission {
+  private readonly d: LifecycleDeps;
+  private readonly state: LifecycleState;
+  private readonly ending: TaskEnding;
+  private readonly cancellation: TaskCancellation;
+  /** Creates refused after they may have written something: undone once the store answers. */
+  private readonly withdrawals: RetryUntilDone;
+  /** Submissions running in this process, by task id (any caller: create, job, sweep); awaited, within the grace, at shutdown. */
+  private readonly submissions = new Map<string, Promise<void>>();
+
+  constructor(deps: LifecycleDeps, state: LifecycleState, ending: TaskEnding, cancellation: TaskCancellation) {
+    this.d = deps;
+    this.state = state;
+    this.ending = ending;
+    this.cancellation = cancellation;
+    this.withdrawals = new RetryUntilDone({
+      onError: (err, key, dropped) => {
+        if (dropped) this.d.logger.error({ err, task_id: key }, 'a refused create could not be withdrawn (its hold is released by the sweep)');
+        else this.d.logger.warn({ err, steps: key }, 'refused creates wait for the store to be withdrawn');
+      },
+    });
+  }
+
+  async create(route: AsyncRoutePlan, tenantId: string, request: Record<string, unknown>, traceparent?: string): Promise<TaskRecord> {
+    const task = this.newTask(route, tenantId, request, traceparent);
+    try {
+      task.hold = await this.d.accounting.reserve(task, route);
+    } catch (err) {
+      // A refusal (1003, 1005) undoes its own steps; a store that went away may have kept some.
+      if (isDependencyUnavailable(err)) this.withdraw(task);
+      throw err;
+    }
+    try {
+      if (this.d.sharedMedia) await shareMedia(this.d.sharedMedia, tokensIn(request), route.maxExecutionMs + this.d.sweepGraceMs);
+      await (tracing ? traced('store tasks.create', () => this.d.store.create(task), STORE_CREATE) : this.d.store.create(task));
+      await this.d.bus.emit(tenantId, 'task.created', eventData(task, { task_info: taskInfo(task) }), { id: eventId(task.id, 'task.created'), traceparent: task.traceparent });
+      tasksCreated.inc({ vendor: route.vendor, route: route.key });
+    } catch (err) {
+      // Refused, so nothing of it may stay: the task, if it was written before the failure (or
+      // its reply lost), and the hold go, now or once the store answers again.
+      this.withdraw(task);
+      throw isDependencyUnavailable(err) ? err : new GatewayError(4002, 'The task could not be stored.', { cause: err });
+    }
+    // Submitted at once by the process that accepted the task (after the 202 is on its way), not
+    // through a job: one job less per create. A submission lost with its process is re-driven by
+    // the sweep once the task has shown no sign of life for the grace period.
+    setImmediate(() => {
+      this.submit(task.id).catch((err) => this.d.logger[this.state.stopping || isDependencyUnavailable(err) ? 'warn' : 'error']({ err, task_id: task.id }, 'task submission failed; the sweep re-drives it'));
+    });
+    return task;
+  }
+
+  private newTask(route: AsyncRoutePlan, tenantId: string, request: Record<string, unknown>, traceparent?: string): TaskRecord {
+    const now = this.d.clock.now();
+    const at = isoAt(now);
+    const task: TaskRecord = {
+      id: newUuid(),
+      tenant_id: tenantId,
+      vendor: route.vendor,
+      route: route.key,
+      model_name: route.modelName,
+      status: 'pending',
+      created_at: at,
+      updated_at: at,
+      request,
+      deadline_at: now + route.maxExecutionMs,
+      poll_failures: 0,
+      traceparent,
+    };
+    if (route.callback && this.d.publicBaseUrl) task.callback_token = randomBytes(24).toString('base64url');
+    return task;
+  }
+
+  /**
+   * Undo a create that is answered with an error after it may have written its task or hold
+   * (e.g. the store went away, or the answer could not be recorded): the task is deleted unless
+   * it already finished, the hold and the task slot are released. Tried at once, then until the
+   * store answers. Until then this process does not submit the task.
+   */
+  withdraw(task: TaskRecord): void {
+    this.withdrawals.add(task.id, async () => {
+      if (!(await this.d.store.discard(task.id)) && (await this.d.store.get(task.id))) {
+        this.d.logger.error({ task_id: task.id }, 'a refused create had already finished when it was withdrawn');
+        return;
+      }
+      await this.d.accounting.abandon(task);
+    });
+  }
+
+  /** Resolves once no submission is running in this process. */
+  async idle(): Promise<void> {
+    while (this.submissions.size) await Promise.allSettled([...this.submissions.values()]);
+  }
+
+  /** A last try at the withdrawals still waiting (at shutdown), within `timeoutMs`. */
+  flushWithdrawals(timeoutMs: number): Promise<void> {
+    return this.withdrawals.flush(timeoutMs);
+  }
+
+  async submit(id: string): Promise<void> {
+    // A re-drive (the sweep) of a submission this process is still making (a slow provider, or
+    // a failover through the pool's members) joins it instead of sending the task again.
+    const running = this.submissions.get(id);
+    if (running) return running;
+    const run = this.submitNow(id).finally(() => this.submissions.delete(id));
+    this.submissions.set(id, run);
+    return run;
+  }
+
+  private async submitNow(id: string): Promise<void> {
+    if (this.state.stopping || this.withdrawals.has(id)) return;
+    const task = await this.d.store.get(id);
+    if (!task || (await this.ending.settled(task)) || task.upstream_task_id) return;
+    const route = routeOf(this.d.routes, task);
+    let sent: { res: UpstreamResponse; member: PoolMember };
+    try {
+      sent = await this.send(task, route);
+    } catch (err) {
+      // Cut short by a shutdown, or the store went away: not the provider's answer. The task
+      // stays pending and is re-driven (the job's retry, or the sweep).
+      if (this.state.stopping || isDependencyUnavailable(err)) throw err;
+      if (err instanceof MediaGoneError) return this.ending.fail(task, new GatewayError(4002, `The task could not be submitted: ${err.message}.`));
+      return this.ending.fail(task, asGatewayError(this.d.logger, route, err));
+    }
+    const upstreamId = await this.acceptedId(task, route, sent.res);
+    if (upstreamId === undefined) return;
+    const { member } = sent;
+    const updated = await this.d.store.transition(id, ACTIVE, { upstream_task_id: upstreamId, upstream_member: member.id, checked_at: this.d.clock.now() });
+    if (updated) await this.d.scheduler.schedule(JOBS.poll, `${id}.p1`, { id, n: 1 }, pollDelay(route, task, this.d.clock.now()));
+    // The task ended while it was being submitted (e.g. the safety net failed it): the provider
+    // has just started work nobody will collect, so it is asked to stop it.
+    // (A provider's push may also have completed it before this answer was recorded: nothing to stop then.)
+    else if ((await this.d.store.get(id))?.status !== 'completed') void this.cancellation.cancelUpstream({ ...task, upstream_task_id: upstreamId, upstream_member: member.id }, 'ended during submission');
+  }
+
+  /** The submit request, through the route's pool, with the task's media spliced back in. */
+  private async send(task: TaskRecord, route: AsyncRoutePlan): Promise<{ res: UpstreamResponse; member: PoolMember }> {
+    const s = route.submit;
+    const media = tokensIn(task.request);
+    let sent: { res: UpstreamResponse; member: PoolMember };
+    try {
+      // Another process (or this one before a restart) may have received the upload.
+      if (media.length && this.d.sharedMedia) media.push(...(await adoptMedia(this.d.sharedMedia, media)));
+      let body = await s.body.evaluate(task.request);
+      if (route.callback && task.callback_token) body = withField(body, route.callback.urlField, `${this.d.publicBaseUrl}/callbacks/${task.id}/${task.callback_token}`);
+      // Large media the request holds as blobs are spliced back into the serialised body.
+      const rawBody = media.length ? mediaBlobs.encodeJson(body) : undefined;
+      // Every member tried gets the same key, so a provider that did take a "failed" try keeps one task.
+      const headers = s.idempotencyHeader ? { ...s.headers, [s.idempotencyHeader]: task.id } : s.headers;
+      // A try the provider did not accept goes to the next member within the task's deadline:
+      // one hold for the task, taken at create, whatever the number of tries.
+      sent = await route.pool.call({ method: s.method, path: s.path, body, rawBody, headers, traceparent: task.traceparent, stage: 'submit' }, {
+        until: task.deadline_at,
+        onFailover: (from, reason) => this.d.logger.warn({ task_id: task.id, vendor: route.vendor, member: from.id, reason }, 'submission failed over to the next pool member'),
+      });
+    } finally {
+      if (media.length) mediaBlobs.release(media);
+    }
+    if (media.length && this.d.sharedMedia) await forgetSharedMedia(this.d.sharedMedia, media).catch(() => undefined);
+    return sent;
+  }
+
+  /** The upstream task id of an accepted submission; undefined when the answer failed the task. */
+  private async acceptedId(task: TaskRecord, route: AsyncRoutePlan, res: UpstreamResponse): Promise<string | undefined> {
+    const s = route.submit;
+    if (res.status < 200 || res.status > 299) {
+      const message = await readOptional(s.errorMessage, res.body);
+      await this.ending.fail(task, await mappedError(route, 'submit', { stage: 'submit', http_status: res.status, body: res.body, message }));
+      return undefined;
+    }
+    if (s.accept && !(await s.accept.evaluate(res.body).catch(() => false))) {
+      // A 2xx that says "not accepted" inside: the provider refused this request (3002 unless mapped).
+      const message = await readOptional(s.errorMessage, res.body);
+      const facts: UpstreamErrorFacts = { stage: 'submit', http_status: res.status, body: res.body, message };
+      const err = await mapUpstreamError(route.errorRules, facts);
+      await this.ending.fail(task, countedError(route, 'submit', err.code === 3003 ? new GatewayError(3002, err.detail) : err));
+      return undefined;
+    }
+    const upstreamId = await s.taskId.evaluate(res.body).catch(() => undefined);
+    if (typeof upstreamId !== 'string' && typeof upstreamId !== 'number') {
+      await this.ending.fail(task, new GatewayError(3003, 'The provider accepted the task but its answer carries no task id.'));
+      return undefined;
+    }
+    return String(upstreamId);
+  }
+}
+
+/** A copy of `body` with `value` at the dotted path `at` (objects created on the way). */
+function withField(body: unknown, at: readonly string[], value: unknown): unknown {
+  const root: Record<string, unknown> = body && typeof body === 'object' && !Array.isArray(body) ? { ...(body as Record<string, unknown>) } : {};
+  let node = root;
+  for (const [i, key] of at.entries()) {
+    if (i === at.length - 1) node[key] = value;
+    else {
+      const child = node[key];
+      node = node[key] = child && typeof child === 'object' && !Array.isArray(child) ? { ...(child as Record<string, unknown>) } : {};
+    }
+  }
+  return root;
+}
