@@ -97,7 +97,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   const logger = config.tracing.enabled ? withTraceIds(baseLogger) : baseLogger;
   const role = opts.role ?? 'all';
   const ajv = createAjv({ useDefaults: true });
-  const loaded = loadVendorDir(config.vendors.dir, ajv, config.vendors.disabled);
+  const loaded = loadVendorDir(config.vendors.dir, ajv, config.vendors.enabled);
 
   let sandbox: SandboxSimulator | undefined;
   if (config.sandbox.enabled) {

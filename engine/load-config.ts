@@ -12,6 +12,7 @@ import { creditsToMilli, MoneyError } from './util/money.ts';
 import { ConfigValueError, type ConfigProblem } from './errors/config-error.ts';
 import { LimitsConfig, type LimitsConfigInput } from './limits/config.ts';
 import { createAjv, ajvProblems } from './validation/ajv.ts';
+import { descriptorNames } from './descriptors/load-descriptors.ts';
 import { resolveWebhookConfig } from './webhooks/config.ts';
 import { LoadError, readYaml, parseYaml, type YamlSource } from './config/yaml-source.ts';
 import type { GatewayConfig } from './config/types.ts';
@@ -87,8 +88,16 @@ function semanticProblems(config: GatewayConfig): ConfigProblem[] {
   if (config.tracing.enabled) problems.push(...endpointProblems(config.tracing.otlp_endpoint, '/tracing/otlp_endpoint'));
   if (!statSync(config.vendors.dir, { throwIfNoEntry: false })?.isDirectory()) {
     problems.push({ pointer: '/vendors/dir', message: `no such folder: ${config.vendors.dir}` });
-  }
+  } else problems.push(...enabledVendorProblems(config.vendors));
   return problems;
+}
+
+/** Each enabled name is a descriptor of the folder: a typo would otherwise serve nothing, silently. */
+function enabledVendorProblems(vendors: GatewayConfig['vendors']): ConfigProblem[] {
+  const present = new Set(descriptorNames(vendors.dir));
+  return vendors.enabled.flatMap((name, i) =>
+    present.has(name) ? [] : [{ pointer: `/vendors/enabled/${i}`, message: `no descriptor ${name}.yaml in ${vendors.dir} (there: ${[...present].join(', ') || 'none'})` }],
+  );
 }
 
 /** A pool's member ids name the tasks' members and metrics labels: unique; and one form per vendor. */

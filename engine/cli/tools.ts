@@ -15,6 +15,7 @@ import { buildOpenApi } from '../docs/openapi.ts';
 import { renderRouteTable, routeTable } from '../tooling/routes.ts';
 import { SCAFFOLD_STYLES, ScaffoldError, scaffoldVendor, type ScaffoldStyle } from '../tooling/scaffold.ts';
 import { folderSet, openSet, SourceError, type DescriptorSet } from '../tooling/sources.ts';
+import { enableVendor } from '../tooling/enable-vendor.ts';
 
 export const TOOLS_USAGE = `  routes [source] [--format text|markdown|json]
                                         the route table: method, path, kind, vendor, success
@@ -29,10 +30,13 @@ export const TOOLS_USAGE = `  routes [source] [--format text|markdown|json]
   new-vendor <name> --style async|sync|stream [--dir DIR] [--force]
                                         scaffold a descriptor and fixtures that pass check`;
 
+/** The config file named by --config, else GATEWAY_CONFIG, else ./config.yaml. */
+const configFileOf = (path: string | undefined) => resolve(path ?? process.env.GATEWAY_CONFIG ?? 'config.yaml');
+
 /** The config, when there is one (--config, GATEWAY_CONFIG, ./config.yaml); problems are printed. */
 function config(path: string | undefined): GatewayConfig | undefined {
   const explicit = path ?? process.env.GATEWAY_CONFIG;
-  const file = resolve(explicit ?? 'config.yaml');
+  const file = configFileOf(path);
   if (!existsSync(file)) {
     if (explicit !== undefined) console.error(`${explicit}: no such config file`);
     return undefined;
@@ -53,13 +57,15 @@ export function print(text: string): Promise<void> {
 
 const creditsPerUsdOf = (c: GatewayConfig | undefined) => Number((c?.billing as { credits_per_usd?: number } | undefined)?.credits_per_usd ?? 100);
 
-/** The working tree's descriptors: the config's vendors folder, without disabled vendors. */
+/** The working tree's descriptors: the config's vendors folder, every descriptor (a diff reviews files). */
 function workingSet(c: GatewayConfig | undefined): DescriptorSet {
-  const dir = c?.vendors.dir ?? resolve('vendors');
-  const set = folderSet(dir, 'working tree');
-  const disabled = new Set(c?.vendors.disabled ?? []);
-  if (!disabled.size) return set;
-  return { ...set, vendors: new Map([...set.vendors].filter(([v]) => !disabled.has(v))) };
+  return folderSet(c?.vendors.dir ?? resolve('vendors'), 'working tree');
+}
+
+/** What a gateway on this config serves: with a config, its `vendors.enabled` only. */
+function servedSet(set: DescriptorSet, c: GatewayConfig | undefined): DescriptorSet {
+  if (!c) return set;
+  return { ...set, vendors: new Map([...set.vendors].filter(([v]) => c.vendors.enabled.includes(v))) };
 }
 
 function descriptorsOf(set: DescriptorSet): VendorDescriptor[] {
@@ -69,7 +75,11 @@ function descriptorsOf(set: DescriptorSet): VendorDescriptor[] {
 export async function routesCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { config: { type: 'string' }, format: { type: 'string', default: 'text' } } });
   const c = config(values.config);
-  const set = positionals[0] ? openSet(positionals[0], { vendorsPath: c?.vendors.dir }) : workingSet(c);
+  // The config's folder (now, or at a git ref) lists what it enables; another folder lists all it holds.
+  const source = positionals[0];
+  const otherFolder = source !== undefined && existsSync(source) && resolve(source) !== c?.vendors.dir;
+  const all = source ? openSet(source, { vendorsPath: c?.vendors.dir }) : workingSet(c);
+  const set = otherFolder ? all : servedSet(all, c);
   for (const p of set.problems) console.error(p);
   const rows = await routeTable(descriptorsOf(set), creditsPerUsdOf(c));
   await print(values.format === 'json' ? `${JSON.stringify(rows, null, 2)}\n` : renderRouteTable(rows, values.format === 'markdown' ? 'markdown' : 'text'));
@@ -113,7 +123,7 @@ export async function diffCommand(args: string[]): Promise<number> {
 export async function openapiCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { config: { type: 'string' }, out: { type: 'string' }, 'server-url': { type: 'string' } } });
   const c = config(values.config);
-  const doc = buildOpenApi(descriptorsOf(workingSet(c)), { serverUrl: values['server-url'] });
+  const doc = buildOpenApi(descriptorsOf(servedSet(workingSet(c), c)), { serverUrl: values['server-url'] });
   const text = `${JSON.stringify(doc, null, 2)}\n`;
   if (values.out) {
     writeFileSync(values.out, text);
@@ -133,7 +143,8 @@ export async function newVendorCommand(args: string[]): Promise<number> {
     console.error(`usage: gateway new-vendor <name> --style ${SCAFFOLD_STYLES.join('|')} [--dir DIR] [--force]`);
     return 2;
   }
-  const dir = resolve(values.dir ?? config(values.config)?.vendors.dir ?? 'vendors');
+  const c = config(values.config);
+  const dir = resolve(values.dir ?? c?.vendors.dir ?? 'vendors');
   let result;
   try {
     result = scaffoldVendor({ name, style: values.style as ScaffoldStyle, dir, force: values.force });
@@ -143,6 +154,13 @@ export async function newVendorCommand(args: string[]): Promise<number> {
     return 2;
   }
   for (const f of result.files) console.log(`created ${relative(process.cwd(), f)}`);
+  // Scaffolded into the config's own folder: served once listed in vendors.enabled.
+  if (c && dir === c.vendors.dir) {
+    const file = configFileOf(values.config);
+    const outcome = enableVendor(file, name);
+    if (outcome === 'enabled') console.log(`enabled ${name} in ${relative(process.cwd(), file)} (vendors.enabled)`);
+    if (outcome === 'no-list') console.log(`to serve it, list ${name} in vendors.enabled in ${relative(process.cwd(), file)}`);
+  }
   const report = await runChecks({ config: values.config, paths: [result.descriptor] });
   for (const f of report.findings) console.log(formatFinding(f));
   console.log(report.ok ? `check: ok (${report.routes} route(s), ${report.warnings} warning(s))` : `check: ${report.errors} error(s)`);

@@ -38,7 +38,8 @@ export interface GatewayConfig {
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   tracing: TracingConfig;
   metrics: MetricsConfig;
-  vendors: { dir: string; disabled: string[] };
+  /** `enabled`: the descriptors served, by name; the others in `dir` are not even read. */
+  vendors: { dir: string; enabled: string[] };
   upstreams: Record<string, UpstreamConfig>;
 }
 

@@ -19,15 +19,24 @@ export interface LoadedVendor {
 
 export const SUPPORTED_FORMATS = [1];
 
-export function loadVendorDir(dir: string, ajv: Ajv2020, disabled: readonly string[] = []): LoadedVendor[] {
+/** The descriptors of a folder by vendor name (`<name>.yaml` or `.yml`; the name is the vendor's). */
+export function descriptorNames(dir: string): string[] {
+  return readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort().map((f) => f.replace(/\.ya?ml$/, ''));
+}
+
+/**
+ * The enabled descriptors of `dir` (config `vendors.enabled`). The others are not read at all:
+ * the catalogue of real providers ships disabled beside the stand-ins, and a descriptor an
+ * operator has not enabled must neither stop start-up nor be served.
+ */
+export function loadVendorDir(dir: string, ajv: Ajv2020, enabled: readonly string[]): LoadedVendor[] {
   if (!existsSync(dir)) throw new LoadError([{ file: dir, line: 0, col: 0, pointer: '', message: 'vendors directory does not exist' }]);
-  const files = readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort().map((f) => join(dir, f));
+  const files = readdirSync(dir).filter((f) => /\.ya?ml$/.test(f) && enabled.includes(f.replace(/\.ya?ml$/, ''))).sort().map((f) => join(dir, f));
   const problems: Problem[] = [];
   const vendors: LoadedVendor[] = [];
   for (const file of files) {
     try {
-      const loaded = loadVendorFile(file, ajv);
-      if (!disabled.includes(loaded.descriptor.vendor)) vendors.push(loaded);
+      vendors.push(loadVendorFile(file, ajv));
     } catch (err) {
       if (err instanceof LoadError) problems.push(...err.problems);
       else throw err;

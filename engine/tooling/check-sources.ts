@@ -6,6 +6,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { loadConfigFile, loadConfigText } from '../load-config.ts';
 import { LoadError, type Problem } from '../config/yaml-source.ts';
 import type { GatewayConfig } from '../config/types.ts';
+import { descriptorNames } from '../descriptors/load-descriptors.ts';
 
 export interface CheckTargets {
   config?: GatewayConfig;
@@ -68,7 +69,8 @@ function hasYaml(dir: string): boolean {
   return readdirSync(dir).some((n) => /\.ya?ml$/.test(n) && !/^config(\.|$)/.test(n));
 }
 
-/** The config used to compile descriptors when none was given: sandbox on, defaults elsewhere. */
+/** The config used to compile descriptors when none was given: sandbox on, every descriptor of the folder enabled. */
 export function fallbackConfig(vendorsDir: string): GatewayConfig {
-  return loadConfigText(`sandbox: { enabled: true, demo_api_key: gw_test_check_only_000000000000 }\nvendors: { dir: ${JSON.stringify(vendorsDir)} }\n`, process.cwd(), { env: {} });
+  const enabled = JSON.stringify(descriptorNames(vendorsDir));
+  return loadConfigText(`sandbox: { enabled: true, demo_api_key: gw_test_check_only_000000000000 }\nvendors: { dir: ${JSON.stringify(vendorsDir)}, enabled: ${enabled} }\n`, process.cwd(), { env: {} });
 }

@@ -10,7 +10,7 @@
 //   pricing          a pricing block that does not compile or cannot price an example
 //   fixture          fixtures the mappings cannot read (no task id, unmapped status, empty result)
 //   engine           whatever else the engine's own compiler refuses
-import { dirname, relative } from 'node:path';
+import { dirname, relative, resolve } from 'node:path';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { LoadError, type Problem, type YamlSource } from '../config/yaml-source.ts';
 import type { GatewayConfig } from '../config/types.ts';
@@ -64,14 +64,18 @@ export async function runChecks(opts: TargetOptions = {}): Promise<CheckReport> 
       for (const p of err.problems) findings.push(finding(p, p.file.endsWith('.json') ? 'fixture' : 'meta-schema'));
     }
   }
-  const disabled = new Set(targets.config?.vendors.disabled ?? []);
-  const enabled = loaded.filter((v) => !disabled.has(v.descriptor.vendor));
+  const served = (v: LoadedVendor) => isEnabled(v, targets.config);
+  const enabled = loaded.filter(served);
   const creditsPerUsd = Number((targets.config?.billing as { credits_per_usd?: number } | undefined)?.credits_per_usd ?? 100);
   const registry = registryFromDir();
 
-  findings.push(...routeCollisions(enabled));
+  // Collisions among all descriptors read: an operator may enable any of them together.
+  findings.push(...routeCollisions(loaded));
   for (const v of loaded) findings.push(...(await checkVendor(v, { ajv, registry, creditsPerUsd })));
   findings.push(...engineCompile(enabled, targets.config, findings));
+  // A disabled descriptor (the catalogue) is compiled as the sandbox would serve it, so it is
+  // known good before an operator enables it, without upstreams of its own in this config.
+  findings.push(...engineCompile(loaded.filter((v) => !served(v)), undefined, findings));
 
   sortFindings(findings);
   const errors = findings.filter((f) => f.severity === 'error').length;
@@ -84,6 +88,15 @@ export async function runChecks(opts: TargetOptions = {}): Promise<CheckReport> 
     files: targets.files.map((f) => relative(process.cwd(), f) || f),
     findings,
   };
+}
+
+/**
+ * Served under this config: listed in `vendors.enabled` when the descriptor is in the config's
+ * vendors folder; a descriptor checked from elsewhere (a path on the command line) counts as enabled.
+ */
+function isEnabled(v: LoadedVendor, config: GatewayConfig | undefined): boolean {
+  if (!config || resolve(dirname(v.file)) !== resolve(config.vendors.dir)) return true;
+  return config.vendors.enabled.includes(v.descriptor.vendor);
 }
 
 // ---------------------------------------------------------------------------------------------

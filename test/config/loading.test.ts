@@ -2,7 +2,7 @@
 // `file:line:col  /pointer  message`, and an invalid file stops start-up with a non-zero exit.
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -24,10 +24,10 @@ function problemsOf(text: string, name = 'provider_b'): string[] {
   const dir = mkdtempSync(join(tmpdir(), 'gw-desc-'));
   writeFileSync(join(dir, `${name}.yaml`), text);
   const ajv = createAjv({ useDefaults: true });
-  const config = loadConfigText(`server: {}\nstore: {}\nsandbox: { enabled: true, demo_api_key: xxxxxxxxxxxxxxxxxxxx }\nvendors: { dir: ${JSON.stringify(dir)} }`, dir, { env: {} });
+  const config = loadConfigText(`server: {}\nstore: {}\nsandbox: { enabled: true, demo_api_key: xxxxxxxxxxxxxxxxxxxx }\nvendors: { dir: ${JSON.stringify(dir)}, enabled: [${name}] }`, dir, { env: {} });
   const dispatcher = createUpstreamAgent();
   try {
-    compileVendors(loadVendorDir(dir, ajv), { ajv, config, clock: systemClock, dispatcher, baseUrlFor: () => 'http://127.0.0.1:9' });
+    compileVendors(loadVendorDir(dir, ajv, [name]), { ajv, config, clock: systemClock, dispatcher, baseUrlFor: () => 'http://127.0.0.1:9' });
     return [];
   } catch (err) {
     if (!(err instanceof LoadError)) throw err;
@@ -139,7 +139,12 @@ describe('config loading', () => {
     expect(dev.store.task_retention_hours).to.equal(720);
     expect(loadConfigText('server: {}\nstore: {}\nsandbox: {}\n', ROOT, { env: {} }).store.task_retention_hours, 'the default').to.equal(720);
     expect(() => loadConfigText('server: {}\nstore: { task_retention_hours: -1 }\nsandbox: {}\n', ROOT, { env: {} })).to.throw(LoadError, /task_retention_hours/);
-    const prod = loadConfigFile(join(ROOT, 'config.production.yaml'), { env: { REDIS_URL: 'redis://r:6379', GATEWAY_ADMIN_TOKEN: 't', PROVIDER_B_BASE_URL: 'https://mj.example.com', PROVIDER_B_API_KEY: 'k' } });
+    const upstreamEnv = Object.fromEntries(['A', 'B', 'C', 'D', 'E', 'F'].flatMap((v) => [`BASE_URL`, `API_KEY`, `ACCESS_KEY`, `SECRET_KEY`].map((k) => [`PROVIDER_${v}_${k}`, k === 'BASE_URL' ? `https://${v.toLowerCase()}.example.com` : 'k'])));
+    const prod = loadConfigFile(join(ROOT, 'config.production.yaml'), { env: { REDIS_URL: 'redis://r:6379', GATEWAY_ADMIN_TOKEN: 't', ...upstreamEnv } });
+    const standIns = ['provider_a', 'provider_b', 'provider_c', 'provider_d', 'provider_e', 'provider_f'];
+    expect(dev.vendors.enabled, 'the catalogue ships disabled').to.deep.equal(standIns);
+    expect(prod.vendors.enabled).to.deep.equal(standIns);
+    for (const v of standIns) expect(prod.upstreams[v]?.base_url, v).to.be.a('string');
     expect(prod.sandbox.enabled).to.equal(false);
     expect(prod.upstreams.provider_b!.credentials!.api_key).to.equal('k');
     expect(() => loadConfigFile(join(ROOT, 'config.production.yaml'), { env: {} })).to.throw(LoadError, /REDIS_URL is not set/);
@@ -151,7 +156,7 @@ describe('an invalid file stops start-up with the report and a non-zero exit', (
     const dir = mkdtempSync(join(tmpdir(), 'gw-bad-'));
     mkdirSync(join(dir, 'vendors'));
     writeFileSync(join(dir, 'vendors', 'provider_b.yaml'), VALID.replace('    model_name: diffusion\n', '    model_name: diffusion\n    modle: typo\n'));
-    writeFileSync(join(dir, 'config.yaml'), 'server: { port: 0 }\nstore: {}\nsandbox: { enabled: true, demo_api_key: xxxxxxxxxxxxxxxxxxxx }\nlog: { level: silent }\nvendors: { dir: vendors }\n');
+    writeFileSync(join(dir, 'config.yaml'), 'server: { port: 0 }\nstore: {}\nsandbox: { enabled: true, demo_api_key: xxxxxxxxxxxxxxxxxxxx }\nlog: { level: silent }\nvendors: { dir: vendors, enabled: [provider_b] }\n');
     for (const cmd of ['serve', 'check']) {
       const r = await run(process.execPath, [join(ROOT, 'engine/cli/main.ts'), cmd, '--config', join(dir, 'config.yaml')]).catch((e) => e);
       expect(r.code, cmd).to.equal(1);
@@ -163,7 +168,7 @@ describe('an invalid file stops start-up with the report and a non-zero exit', (
 describe('gateway check and gateway serve refuse the same configs, with positions', () => {
   // Values the config schema lets through but the engine cannot use. Each row: the YAML that
   // holds it, and the pointer and message both commands must report at the value's line.
-  const BASE = `server: { port: 0 }\nstore: {}\nsandbox: { enabled: true, demo_api_key: xxxxxxxxxxxxxxxxxxxx }\nlog: { level: silent }\nvendors: { dir: ${JSON.stringify(join(ROOT, 'vendors'))}, disabled: [provider_a, provider_c, provider_d, provider_e, provider_f] }\n`;
+  const BASE = `server: { port: 0 }\nstore: {}\nsandbox: { enabled: true, demo_api_key: xxxxxxxxxxxxxxxxxxxx }\nlog: { level: silent }\nvendors: { dir: ${JSON.stringify(join(ROOT, 'vendors'))}, enabled: [provider_b] }\n`;
   const rows: Array<{ name: string; yaml: string; at: string; pointer: string; message: RegExp }> = [
     { name: 'a CIDR with a /33 prefix', yaml: 'webhooks:\n  allow_private_cidrs: ["10.0.0.0/8", "127.0.0.0/33"]\n', at: '127.0.0.0/33', pointer: '/webhooks/allow_private_cidrs/1', message: /^not a CIDR: 127\.0\.0\.0\/33$/ },
     { name: 'a CA file that does not exist', yaml: 'webhooks:\n  ca_pem: [/no/such/ca.pem]\n', at: 'ca_pem', pointer: '/webhooks/ca_pem/0', message: /^cannot read CA file \/no\/such\/ca\.pem$/ },
@@ -174,11 +179,13 @@ describe('gateway check and gateway serve refuse the same configs, with position
     { name: 'sandbox demo credits beyond the money range', yaml: 'sandbox_credits', at: 'demo_credits', pointer: '/sandbox/demo_credits', message: /outside the safe integer range/ },
     { name: 'cluster nodes with different credentials', yaml: 'cluster_creds', at: 'redis_cluster_nodes', pointer: '/store/redis_cluster_nodes/1', message: /^every cluster node needs the same scheme and credentials as the first$/ },
     { name: 'a tracing endpoint that is not OTLP/HTTP', yaml: 'tracing:\n  enabled: true\n  otlp_endpoint: "grpc://127.0.0.1:4317"\n', at: 'otlp_endpoint', pointer: '/tracing/otlp_endpoint', message: /^an OTLP\/HTTP endpoint is http: or https:, not grpc:$/ },
+    { name: 'an enabled vendor without a descriptor', yaml: 'vendors_enabled', at: 'replicat', pointer: '/vendors/enabled/1', message: /^no descriptor replicat\.yaml in .*\/vendors \(there: provider_a, .*provider_f.*\)$/ },
     { name: 'a vendors folder that does not exist', yaml: 'vendors_dir', at: 'vendors:', pointer: '/vendors/dir', message: /^no such folder: .*\/no-such-vendors$/ },
   ];
   const textOf = (yaml: string) =>
     yaml === 'sandbox_credits' ? BASE.replace('demo_api_key: xxxxxxxxxxxxxxxxxxxx', 'demo_api_key: xxxxxxxxxxxxxxxxxxxx, demo_credits: "99999999999999999999"')
       : yaml === 'vendors_dir' ? BASE.replace(/dir: "[^"]*"/, 'dir: no-such-vendors')
+      : yaml === 'vendors_enabled' ? BASE.replace('enabled: [provider_b]', 'enabled: [provider_b, replicat]')
       : yaml === 'cluster_creds' ? BASE.replace('store: {}', 'store:\n  redis_cluster_nodes: ["redis://:one@10.0.0.1:7000", "redis://:two@10.0.0.2:7000"]')
         : BASE + yaml;
   const write = (text: string) => {
@@ -228,4 +235,40 @@ describe('gateway check and gateway serve refuse the same configs, with position
     }
     return BASE + [...sections].map(([head, body]) => `${head}\n${body.join('\n')}\n`).join('');
   }
+});
+
+describe('vendors.enabled: the one list that says which descriptors are served', () => {
+  /** A folder with provider_b and a second descriptor that would stop start-up if it were read. */
+  function folder(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-enabled-'));
+    mkdirSync(join(dir, 'vendors'));
+    writeFileSync(join(dir, 'vendors', 'provider_b.yaml'), VALID);
+    cpSync(join(ROOT, 'vendors', 'provider_b'), join(dir, 'vendors', 'provider_b'), { recursive: true });
+    writeFileSync(join(dir, 'vendors', 'broken.yaml'), 'format: 1\nvendor: broken\nroutes: oops\n');
+    return dir;
+  }
+  const configText = (enabled: string) => `server: { port: 0 }\nstore: {}\nsandbox: { enabled: true, demo_api_key: xxxxxxxxxxxxxxxxxxxx }\nlog: { level: silent }\nvendors: { dir: vendors, enabled: ${enabled} }\n`;
+
+  it('a descriptor not listed is not read: serve starts without it, check still reports it', async () => {
+    const dir = folder();
+    const config = loadConfigText(configText('[provider_b]'), dir, { env: {} });
+    expect(loadVendorDir(config.vendors.dir, createAjv({ useDefaults: true }), config.vendors.enabled).map((v) => v.descriptor.vendor)).to.deep.equal(['provider_b']);
+    writeFileSync(join(dir, 'config.yaml'), configText('[provider_b]'));
+    const report = await runChecks({ config: join(dir, 'config.yaml') });
+    expect(report.findings.map((f) => f.file)).to.satisfy((files: string[]) => files.length > 0 && files.every((f) => f.endsWith('broken.yaml')));
+  });
+
+  it('listed, it is read and its problems stop start-up; an empty list serves nothing', () => {
+    const dir = folder();
+    const listed = loadConfigText(configText('[provider_b, broken]'), dir, { env: {} });
+    expect(() => loadVendorDir(listed.vendors.dir, createAjv({ useDefaults: true }), listed.vendors.enabled)).to.throw(LoadError, /routes/);
+    const none = loadConfigText(configText('[]'), dir, { env: {} });
+    expect(loadVendorDir(none.vendors.dir, createAjv({ useDefaults: true }), none.vendors.enabled)).to.deep.equal([]);
+    expect(loadConfigText('sandbox: {}\n', ROOT, { env: {} }).vendors.enabled, 'the default').to.deep.equal([]);
+  });
+
+  it('a name twice, or not a vendor name, is refused with its position', () => {
+    expect(() => loadConfigText(configText('[provider_b, provider_b]'), folder(), { env: {} })).to.throw(LoadError, /\/vendors\/enabled/);
+    expect(() => loadConfigText(configText('["../etc/passwd"]'), folder(), { env: {} })).to.throw(LoadError, /\/vendors\/enabled\/0/);
+  });
 });

@@ -3,7 +3,7 @@
 // what is still in flight then (upstream calls included) is cut, and left to be re-driven.
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -75,7 +75,6 @@ describe('serve: foreground, stdout logs, SIGTERM drains', () => {
     const prefix = `sd${process.pid}`;
     const dir = mkdtempSync(join(tmpdir(), 'gw-shutdown-'));
     const config = join(dir, 'config.yaml');
-    const others = readdirSync(join(ROOT, 'vendors')).filter((f) => f.endsWith('.yaml') && f !== 'provider_b.yaml').map((f) => f.slice(0, -5));
     writeFileSync(config, `
 server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: ${GRACE_MS} }
 metrics: { port: 0 }
@@ -83,7 +82,7 @@ store: ${STORE_MODE === 'redis' ? `{ kind: redis, redis_url: "${process.env.GATE
 sandbox: { enabled: false }
 admin: { token: sd-admin }
 log: { level: info }
-vendors: { dir: ${JSON.stringify(join(ROOT, 'vendors'))}, disabled: ${JSON.stringify(others)} }
+vendors: { dir: ${JSON.stringify(join(ROOT, 'vendors'))}, enabled: [provider_b] }
 upstreams:
   provider_b: { base_url: "http://127.0.0.1:${(upstream.address() as AddressInfo).port}", credentials: { api_key: sd-secret }, timeout_ms: 120000 }
 ${NO_LIMITS}

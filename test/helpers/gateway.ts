@@ -1,12 +1,17 @@
 // Starts real listening gateways for tests: loopback, port 0, quiet logs, time scaled down.
-import { readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
 import { fileURLToPath } from 'node:url';
 import { loadConfigText } from '../../engine/load-config.ts';
 import { startGateway, type Gateway, type GatewayOptions } from '../../engine/gateway.ts';
 import { createLogger } from '../../engine/log/logger.ts';
+import { descriptorNames } from '../../engine/descriptors/load-descriptors.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const DEMO_KEY = 'gw_test_demo_key_for_tests_0000000000';
+
+/** The vendors the shipped config.yaml enables (the six stand-ins). */
+export const SHIPPED_ENABLED: string[] = parse(readFileSync(`${ROOT}config.yaml`, 'utf8')).vendors.enabled;
 
 let gateways = 0;
 
@@ -33,7 +38,8 @@ export interface TestGatewayOptions extends GatewayOptions {
   /** Extra YAML appended to the base config (top-level sections must not repeat base ones). */
   yaml?: string;
   vendorsDir?: string;
-  /** Serve only these vendors of the folder (the others are disabled). */
+  /** Serve only these vendors of the folder (`vendors.enabled`; default: config.yaml's list for
+   *  the repository's folder, which leaves the catalogue out, and every descriptor of another folder). */
   only?: string[];
   sandbox?: boolean;
   scale?: number;
@@ -50,7 +56,7 @@ export interface TestGatewayOptions extends GatewayOptions {
 
 export async function startTestGateway(o: TestGatewayOptions = {}): Promise<Gateway> {
   const vendorsDir = o.vendorsDir ?? `${ROOT}vendors`;
-  const disabled = o.only ? readdirSync(vendorsDir).filter((f) => f.endsWith('.yaml')).map((f) => f.slice(0, -5)).filter((v) => !o.only!.includes(v)) : [];
+  const enabled = o.only ?? (vendorsDir === `${ROOT}vendors` ? SHIPPED_ENABLED : descriptorNames(vendorsDir));
   const yaml = `
 server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 2000${o.server ? `, ${o.server}` : ''} }
 store: ${o.store ?? storeYaml()}
@@ -58,7 +64,7 @@ sandbox: { enabled: ${o.sandbox ?? true}, demo_api_key: ${DEMO_KEY}, queued_ms: 
 admin: { token: "${o.adminToken ?? 'test-admin-token'}" }
 timing: { scale: ${o.scale ?? 0.001}, poll_error_limit: 3${o.timing ? `, ${o.timing}` : ''} }
 log: { level: silent }
-vendors: { dir: ${JSON.stringify(vendorsDir)}, disabled: ${JSON.stringify(disabled)} }
+vendors: { dir: ${JSON.stringify(vendorsDir)}, enabled: ${JSON.stringify(enabled)} }
 upstreams: ${JSON.stringify(o.upstreams ?? {})}
 ${(o.yaml ?? '').match(/^limits:/m) ? '' : NO_LIMITS}
 ${(o.yaml ?? '').match(/^metrics:/m) ? '' : 'metrics: { port: 0 }'}

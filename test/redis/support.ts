@@ -28,7 +28,7 @@ export interface ConfigOptions {
 /** A config file for processes sharing one Redis; provider_b only, its upstream a test server. */
 export function writeConfig(o: ConfigOptions): string {
   const dir = mkdtempSync(join(tmpdir(), 'gw-mp-'));
-  const others = ['provider_a', 'provider_c', 'provider_d', 'provider_e', 'provider_f'].filter((v) => !(v === 'provider_a' && o.modelAUrl));
+  const enabled = o.modelAUrl ? ['provider_a', 'provider_b'] : ['provider_b'];
   const file = join(dir, 'config.yaml');
   writeFileSync(file, `
 server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 2000 }
@@ -37,7 +37,7 @@ sandbox: { enabled: false }
 admin: { token: ${ADMIN} }
 timing: { scale: ${o.scale ?? 0.01}, poll_error_limit: 5 }
 log: { level: info }
-vendors: { dir: ${JSON.stringify(join(ROOT, 'vendors'))}, disabled: ${JSON.stringify(others)} }
+vendors: { dir: ${JSON.stringify(join(ROOT, 'vendors'))}, enabled: ${JSON.stringify(enabled)} }
 upstreams:
   provider_b: ${o.members ? `{ timeout_ms: 5000, members: ${JSON.stringify(o.members.map((m) => ({ id: m.id, base_url: m.url, credentials: { api_key: 'mp-secret' } })))}, breaker: { failures: 3, cooldown_ms: 600000 } }` : `{ base_url: "${o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }`}
   provider_a: { base_url: "${o.modelAUrl ?? o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }

@@ -1,13 +1,13 @@
 // `gateway new-vendor`: what it writes passes `check` and runs in the sandbox at once; routes
 // lists it with its price; and it refuses names and styles it cannot serve.
 import { expect } from 'chai';
-import { existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Gateway } from '../../engine/gateway.ts';
 import { renderRouteTable, routeTable } from '../../engine/tooling/routes.ts';
 import { folderSet } from '../../engine/tooling/sources.ts';
 import { call, DEMO_KEY, startTestGateway, waitForTask } from '../helpers/gateway.ts';
-import { cleanTempDirs, cli, tempDir, vendorsDir } from './support.ts';
+import { cleanTempDirs, cli, ROOT, tempDir, vendorsDir } from './support.ts';
 
 describe('gateway new-vendor', () => {
   after(cleanTempDirs);
@@ -21,6 +21,23 @@ describe('gateway new-vendor', () => {
       expect(existsSync(join(dir, f)), f).to.equal(true);
     }
     expect(readFileSync(join(dir, 'acme.yaml'), 'utf8')).to.match(/^# acme: scaffolded by `gateway new-vendor acme --style async`/);
+  });
+
+  it("enables what it scaffolds into the config's folder: one more name in vendors.enabled, the rest of the file as it was", () => {
+    const dir = tempDir();
+    cpSync(join(ROOT, 'vendors'), join(dir, 'vendors'), { recursive: true });
+    const shipped = readFileSync(join(ROOT, 'config.yaml'), 'utf8');
+    writeFileSync(join(dir, 'config.yaml'), shipped);
+    const r = cli(['new-vendor', 'acme'], { cwd: dir });
+    expect(r.status, r.stderr).to.equal(0);
+    expect(r.stdout).to.match(/^enabled acme in config\.yaml \(vendors\.enabled\)$/m);
+    const after = readFileSync(join(dir, 'config.yaml'), 'utf8');
+    expect(after).to.equal(shipped.replace('provider_f]', 'provider_f, acme]'));
+    expect(cli(['new-vendor', 'acme', '--force'], { cwd: dir }).stdout).not.to.match(/enabled acme/);
+    expect(readFileSync(join(dir, 'config.yaml'), 'utf8')).to.equal(after);
+    // A scaffold elsewhere (--dir) leaves the config alone.
+    cli(['new-vendor', 'other', '--dir', tempDir()], { cwd: dir });
+    expect(readFileSync(join(dir, 'config.yaml'), 'utf8')).to.equal(after);
   });
 
   it('refuses to overwrite, a name that cannot be a path segment, and an unknown style', () => {

@@ -52,7 +52,7 @@ sandbox: { enabled: true, demo_api_key: ${DEMO_KEY} }
 admin: { token: ${ADMIN} }
 timing: { scale: 0.01 }
 log: { level: info }
-vendors: { dir: ${JSON.stringify(join(ROOT, 'vendors'))}, disabled: [provider_a, provider_c, provider_d, provider_e, provider_f] }
+vendors: { dir: ${JSON.stringify(join(ROOT, 'vendors'))}, enabled: [provider_b] }
 ${NO_LIMITS}
 webhooks: { allow_private_cidrs: ["127.0.0.1/32"], retry_schedule_ms: [], ca_pem: ${JSON.stringify(o.caPem)} }
 `);
