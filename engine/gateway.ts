@@ -16,6 +16,7 @@ import { listenForMetrics } from './http/metrics-endpoint.ts';
 import { setScrapeSources, setTenantLabel } from './metrics/metrics.ts';
 import type { JobScheduler } from './jobs/scheduler.ts';
 import { createLogger } from './log/logger.ts';
+import { throttled } from './log/throttle.ts';
 import { createStores, type Role, type Stores } from './stores.ts';
 import { ProxyHandler } from './http/proxy-handler.ts';
 import { SandboxSimulator } from './sandbox/simulator.ts';
@@ -115,7 +116,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       dispatcher,
       baseUrlFor: (vendor, member) => sandbox?.urlFor(vendor, member?.index ?? 0) ?? member?.base_url ?? config.upstreams[vendor]?.base_url,
     });
-    stores = await createStores(config, role, (queue, jobId, err) => logger.error({ err, queue, job_id: jobId }, 'job failed'), (err) => logger.warn({ err }, 'redis connection trouble; reconnecting'));
+    // Once a second at most per kind of failure, with a count: when the store refuses writes,
+    // every job fails the same way (engine/log/throttle.ts).
+    const failures = throttled(logger);
+    stores = await createStores(config, role, (queue, jobId, err) => failures.error({ err, queue, job_id: jobId }, 'job failed'), (err) => failures.warn({ err }, 'redis connection trouble; reconnecting'));
   } catch (err) {
     // Nothing half-started stays behind a failed start.
     await sandbox?.close();
@@ -156,13 +160,13 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     hasSubscriber: (tenantId, type) => webhooks.endpoints.hasSubscriber(tenantId, type),
     defaultThreshold: billingConfig.lowBalanceThreshold,
     throttleMs: billingConfig.lowBalanceThrottleMs,
-    onError: (err, tenantId) => logger.error({ err, tenant_id: tenantId }, 'balance.low could not be emitted'),
+    onError: (err, tenantId) => throttled(logger).error({ err, tenant_id: tenantId }, 'balance.low could not be emitted'),
   });
   const billing = new BillingService({ store: wallets, clock, lowBalance, spend: limits });
   const idempotency = new IdempotencyService({
     store: stores.idempotency,
     clock,
-    onError: (err, dropped) => logger[dropped ? 'error' : 'warn']({ err }, dropped ? 'an Idempotency-Key stays claimed until its lock runs out' : 'Idempotency-Key claims wait for the store to be released'),
+    onError: (err, dropped) => throttled(logger)[dropped ? 'error' : 'warn']({ err }, dropped ? 'an Idempotency-Key stays claimed until its lock runs out' : 'Idempotency-Key claims wait for the store to be released'),
   });
   const accounting = new BilledTaskAccounting(billing, limits, { tasks, clock, tenantIds: async () => (await tenants.listTenants()).map((t) => t.id) });
   const lifecycle = new TaskLifecycle({ store: tasks, scheduler, bus, clock, accounting, logger, routes, pollErrorLimit: config.timing.poll_error_limit,
@@ -306,6 +310,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       if (!dispatcher.destroyed) await dispatcher.close();
       // After everything that makes spans has stopped: the last batch goes out.
       await tracingSdk?.shutdown();
+      throttled(logger).flushAll();
       logger.info('gateway stopped');
     })());
 

@@ -24,7 +24,7 @@ import { SESSION_LIFETIME_CAP_MS } from './tenants/sessions.ts';
 import { MemoryWalletStore } from './store/memory/wallets.ts';
 import { MemoryWebhookStore } from './store/memory/webhooks.ts';
 import { within } from './util/within.ts';
-import { failFastClient, jobWorkerCluster, pingAll } from './store/redis/client.ts';
+import { failFastClient, jobWorkerCluster, pingAll, probeWrites } from './store/redis/client.ts';
 import {
   RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisSessionStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateCounters,
 } from './store/redis/index.ts';
@@ -47,7 +47,7 @@ export interface Stores {
   breakers: BreakerStore;
   scheduler: JobScheduler;
   /**
-   * Readiness: what does not answer now, among `store` (a PING within `timeoutMs`) and
+   * Readiness: what does not answer now, among `store` (a PING and a write within `timeoutMs`) and
    * `job queue` (the scheduler's connections). Empty when ready; always empty in memory.
    */
   unavailable(timeoutMs: number): Promise<string[]>;
@@ -120,7 +120,8 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
     rateCounters: redisRateCounters(limiterClient, o.prefix),
     scheduler,
     unavailable: async (timeoutMs) => {
-      const [store, jobs] = await Promise.all([within(pingAll(client), timeoutMs), scheduler.connected()]);
+      // Answering is not enough: a store that refuses writes (OOM, READONLY) refuses most requests.
+      const [store, jobs] = await Promise.all([within(pingAll(client).then(() => probeWrites(client, o.prefix)), timeoutMs), scheduler.connected()]);
       return [...(store === 'done' ? [] : ['store']), ...(jobs ? [] : ['job queue'])];
     },
     close: async (graceMs) => {

@@ -14,6 +14,7 @@ import { finished, type TaskEnding } from './ending.ts';
 import { JOBS, type LifecycleDeps, type LifecycleState } from './lifecycle-deps.ts';
 import { asGatewayError, mappedError, memberOf, readOptional, routeOf, upstreamPath } from './provider.ts';
 import { ACTIVE, type TaskRecord, type TaskStatus } from './task.ts';
+import { throttled } from '../log/throttle.ts';
 
 /** While a task has a callback URL, its polls are this many times slower (the push is expected first). */
 export const CALLBACK_POLL_FACTOR = 10;
@@ -65,7 +66,7 @@ export class TaskPolling {
       const gwErr = asGatewayError(this.d.logger, route, err);
       if (failures >= this.d.pollErrorLimit) return this.ending.fail(task, gwErr);
       await this.d.store.transition(id, ACTIVE, { poll_failures: failures, checked_at: this.d.clock.now(), poll_n: n });
-      this.d.logger.warn({ task_id: id, code: gwErr.code, failures }, 'upstream poll failed; will retry');
+      throttled(this.d.logger).warn({ task_id: id, code: gwErr.code, failures }, 'upstream poll failed; will retry');
       return next();
     }
     const status = await this.applyAnswer(task, route, res.body, res.status, p.status, 'poll');

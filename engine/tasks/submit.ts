@@ -24,6 +24,7 @@ import { JOBS, type LifecycleDeps, type LifecycleState } from './lifecycle-deps.
 import { pollDelay } from './poll.ts';
 import { asGatewayError, countedError, mappedError, readOptional, routeOf } from './provider.ts';
 import { ACTIVE, taskInfo, type TaskRecord } from './task.ts';
+import { throttled } from '../log/throttle.ts';
 
 const STORE_CREATE = { [ATTR_DB_OPERATION_NAME]: 'tasks.create' };
 
@@ -44,8 +45,8 @@ export class TaskSubmission {
     this.cancellation = cancellation;
     this.withdrawals = new RetryUntilDone({
       onError: (err, key, dropped) => {
-        if (dropped) this.d.logger.error({ err, task_id: key }, 'a refused create could not be withdrawn (its hold is released by the sweep)');
-        else this.d.logger.warn({ err, steps: key }, 'refused creates wait for the store to be withdrawn');
+        if (dropped) throttled(this.d.logger).error({ err, task_id: key }, 'a refused create could not be withdrawn (its hold is released by the sweep)');
+        else throttled(this.d.logger).warn({ err, steps: key }, 'refused creates wait for the store to be withdrawn');
       },
     });
   }
@@ -74,7 +75,7 @@ export class TaskSubmission {
     // through a job: one job less per create. A submission lost with its process is re-driven by
     // the sweep once the task has shown no sign of life for the grace period.
     setImmediate(() => {
-      this.submit(task.id).catch((err) => this.d.logger[this.state.stopping || isDependencyUnavailable(err) ? 'warn' : 'error']({ err, task_id: task.id }, 'task submission failed; the sweep re-drives it'));
+      this.submit(task.id).catch((err) => throttled(this.d.logger)[this.state.stopping || isDependencyUnavailable(err) ? 'warn' : 'error']({ err, task_id: task.id }, 'task submission failed; the sweep re-drives it'));
     });
     return task;
   }

@@ -8,7 +8,11 @@
 //    nothing for that long is dropped (socketTimeout), so a Redis that hangs is treated as
 //    one that is gone;
 //  - every transport failure is a GatewayError 4003 (503, Retry-After): one mapping for every
-//    adapter. Redis's own error replies (a script's refusal, NOSCRIPT) pass through unchanged.
+//    adapter. So is every error reply by which Redis refuses a command for its own state rather
+//    than for the command (STORE_REFUSES below: out of memory, a read-only replica, loading, busy
+//    with a script, a cluster down, a redirection storm): to a client that is the store being away,
+//    not a defect. Other error replies (NOSCRIPT, WRONGTYPE, a syntax error) pass through
+//    unchanged: those are defects, answered 500 / 4002 and logged.
 // Background work does not use these semantics to wait: its jobs fail and BullMQ, whose worker
 // connections wait for Redis, runs them again once it is back (engine/jobs/bullmq-scheduler.ts).
 //
@@ -17,6 +21,7 @@
 // connection closed is not re-sent after a failover (it may have run); a MOVED / ASK / TRYAGAIN
 // answer is followed, since the node did not run the command. A cluster that is down or
 // failing over (CLUSTERDOWN, MASTERDOWN) is a dependency away, like a node that is down.
+import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis, ReplyError, type RedisOptions } from 'ioredis';
 import { dependencyUnavailable, GatewayError } from '../../errors/gateway-error.ts';
 import type { RedisClient } from './keys.ts';
@@ -24,8 +29,22 @@ import type { RedisClient } from './keys.ts';
 type Command = Parameters<Redis['sendCommand']>[0];
 const MAPPED = Symbol('dependency errors mapped');
 
-/** Cluster state answers: the command did not run and will not run; the cluster is away. */
-const CLUSTER_AWAY = /^(CLUSTERDOWN|MASTERDOWN|TRYAGAIN)\b/;
+/**
+ * Error replies by which Redis refuses a command for its state, not for the command: it did
+ * not run. OOM (maxmemory reached under noeviction), READONLY (a replica, e.g. mid-failover),
+ * LOADING (a restart reading its data), BUSY (a script or function running too long), MISCONF
+ * (writes stopped because the last save failed), NOREPLICAS (min-replicas-to-write not met),
+ * CLUSTERDOWN / MASTERDOWN / TRYAGAIN (the cluster or a slot is away), MOVED / ASK reaching
+ * here (a single-node client pointed at a cluster; a Cluster client follows them itself and fails
+ * with a plain Error after too many). A script's error keeps the refused command's code first
+ * ("OOM command not allowed ... script: ..."); EXECABORT is a transaction refused for one of these.
+ */
+export const STORE_REFUSES = /^(OOM|READONLY|LOADING|BUSY|MISCONF|NOREPLICAS|CLUSTERDOWN|MASTERDOWN|TRYAGAIN|MOVED|ASK|EXECABORT)\b/;
+
+/** Whether `err` is the store refusing or failing to answer (mapped to 4003), not a defect. */
+export function isStoreAway(err: unknown): boolean {
+  return !(err instanceof ReplyError) || STORE_REFUSES.test((err as Error).message);
+}
 
 // The mapping sits in the command's own reject, not on the promise sendCommand returns:
 // ioredis itself calls sendCommand and drops that promise (pipelines), which would leave a
@@ -35,7 +54,7 @@ function mapRejections(command: Command): void {
   const reject = command.reject as Command['reject'] & { [MAPPED]?: true };
   if (reject[MAPPED]) return;
   const mapped = (err: Error) =>
-    reject(err instanceof GatewayError || (err instanceof ReplyError && !CLUSTER_AWAY.test(err.message)) ? err : dependencyUnavailable('store', err));
+    reject(err instanceof GatewayError || !isStoreAway(err) ? err : dependencyUnavailable('store', err));
   command.reject = Object.assign(mapped, { [MAPPED]: true as const });
 }
 
@@ -133,4 +152,40 @@ export async function pingAll(client: RedisClient): Promise<void> {
   if (masters.length === 0) throw new Error('no Redis Cluster master connected');
   const [info] = await Promise.all([client.cluster('INFO'), ...masters.map((n) => n.ping())]);
   if (!/cluster_state:ok/.test(String(info))) throw new Error('Redis Cluster state is not ok');
+}
+
+/** How long a write probe's key lives: it only has to be written, never read. */
+const PROBE_TTL_MS = 10_000;
+
+/**
+ * Readiness, the write half: resolves once a short-lived key under `prefix` is written on every
+ * master, rejects while any refuses writes (OOM, READONLY, MISCONF, ...). A PING is answered by a
+ * Redis that refuses every write, so it alone would keep /readyz at 200 through such a fault.
+ * On a cluster, one key per master, in a slot that master serves.
+ */
+export async function probeWrites(client: RedisClient, prefix: string): Promise<void> {
+  const value = String(process.pid);
+  if (!(client instanceof Cluster)) {
+    await client.set(`${prefix}ready-probe`, value, 'PX', PROBE_TTL_MS);
+    return;
+  }
+  await Promise.all(probeKeys(client, prefix).map((key) => client.set(key, value, 'PX', PROBE_TTL_MS)));
+}
+
+/** A key for each master of the cluster's current slot layout (ioredis keeps it in `slots`). */
+function probeKeys(client: Cluster, prefix: string): string[] {
+  const masters = new Set<string>(); // "host:port" of each slot's master
+  for (const nodes of client.slots) if (nodes?.[0] !== undefined) masters.add(nodes[0]);
+  // Tags are tried in order until every master has one: a handful on a balanced cluster.
+  const keys: string[] = [];
+  const covered = new Set<string>();
+  for (let i = 0; covered.size < masters.size && i < 100_000; i++) {
+    const key = `${prefix}{ready-probe-${i}}`;
+    const master = client.slots[calculateSlot(key)]?.[0];
+    if (master !== undefined && !covered.has(master)) {
+      covered.add(master);
+      keys.push(key);
+    }
+  }
+  return keys.length ? keys : [`${prefix}{ready-probe-0}`];
 }
