@@ -6,9 +6,14 @@
 //    `connect.lookup`): the socket only ever connects to an allowed address, so DNS rebinding
 //    (public at save, 10.x at send) cannot reach inside. There we drop refused addresses and
 //    fail only when none is left; IP-literal URLs skip DNS and are checked by the sender.
-// Not refused: NAT64 (64:ff9b::/96) and 6to4 (2002::/16) prefixes, which embed a v4 address
-// reached through a translator; refusing them would break IPv6-only hosts behind DNS64.
+// IPv6 addresses that carry an IPv4 address (IPv4-mapped and SIIT-translated, IPv4-compatible,
+// NAT64 well-known and local-use, 6to4, Teredo's client) are judged by that IPv4 address too: a
+// translator or relay delivers to it, so `[64:ff9b::7f00:1]` is loopback. Such an address whose
+// IPv4 is public stays allowed (IPv6-only hosts behind DNS64 must still reach public receivers).
+// The decision is one function (`AddressPolicy.refusal`), for any outbound fetch of a URL a
+// client or provider supplied, not only webhooks.
 import { BlockList, isIP, type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { lookup as dnsLookupAsync } from 'node:dns/promises';
 
@@ -68,8 +73,49 @@ export class AddressPolicy {
     for (const [label, list] of REFUSED_LISTS) {
       if (list.check(ip, family)) return `${address} is a ${label} address`;
     }
+    if (family === 'ipv6') {
+      for (const { ipv4, form } of embeddedIPv4(ip)) {
+        const why = this.refusal(ipv4);
+        if (why) return `${address} is a ${why.slice(`${ipv4} is a `.length)} (${form} of ${ipv4})`;
+      }
+    }
     return null;
   }
+}
+
+/**
+ * The IPv4 addresses an IPv6 address carries, by the form that carries them. Parsed to bytes
+ * (ipaddr.js), so every spelling of an address (compressed, expanded, dotted tail, hex tail)
+ * is the same address. A NAT64 local-use prefix (64:ff9b:1::/48, RFC 8215) may be any of RFC
+ * 6052's lengths within it: the IPv4 address at each of those positions is returned.
+ */
+export function embeddedIPv4(ipv6: string): Array<{ ipv4: string; form: string }> {
+  let b: number[];
+  try {
+    b = ipaddr.IPv6.parse(ipv6).toByteArray();
+  } catch {
+    return [];
+  }
+  const v4 = (...i: number[]) => i.map((n) => b[n]).join('.');
+  const zero = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
+  const is = (from: number, bytes: number[]) => bytes.every((x, i) => b[from + i] === x);
+  const out: Array<{ ipv4: string; form: string }> = [];
+  if (zero(0, 10) && is(10, [0xff, 0xff])) out.push({ ipv4: v4(12, 13, 14, 15), form: 'IPv4-mapped' });
+  if (zero(0, 8) && is(8, [0xff, 0xff, 0, 0])) out.push({ ipv4: v4(12, 13, 14, 15), form: 'IPv4-translated' });
+  if (zero(0, 12)) out.push({ ipv4: v4(12, 13, 14, 15), form: 'IPv4-compatible' });
+  if (is(0, [0, 0x64, 0xff, 0x9b]) && zero(4, 12)) out.push({ ipv4: v4(12, 13, 14, 15), form: 'NAT64' });
+  if (is(0, [0, 0x64, 0xff, 0x9b, 0, 1])) {
+    // RFC 6052 §2.2: bits 64-71 and the suffix after the IPv4 address are zero, so a length
+    // whose suffix is not zero is not the one in use; 0.0.0.0 is what a shorter length's
+    // trailing zeros read as at /96, not a destination.
+    const lengths = [[6, 7, 9, 10], [7, 9, 10, 11], [9, 10, 11, 12], [12, 13, 14, 15]].filter((at) => zero(at.at(-1)! + 1, 16) && (at[0] === 12 || b[8] === 0));
+    const found = lengths.map((at) => v4(...at));
+    for (const ipv4 of found.some((a) => a !== '0.0.0.0') ? found.filter((a) => a !== '0.0.0.0') : found) out.push({ ipv4, form: 'NAT64 local-use' });
+  }
+  if (is(0, [0x20, 0x02])) out.push({ ipv4: v4(2, 3, 4, 5), form: '6to4' });
+  // Teredo (2001:0::/32): the client's public IPv4 is the last 32 bits, inverted.
+  if (is(0, [0x20, 0x01, 0, 0])) out.push({ ipv4: [12, 13, 14, 15].map((n) => 255 - b[n]!).join('.'), form: 'Teredo' });
+  return out;
 }
 
 /** The hostname of a URL as a resolver wants it (IPv6 literals without brackets). */

@@ -77,6 +77,10 @@ describe('webhook endpoints API', () => {
       ['loopback via localhost. (trailing dot)', { ...GOOD, url: 'https://localhost.:8443/hook' }, 2003, ['/url']],
       ['a host that does not resolve (.invalid)', { ...GOOD, url: 'https://hooks.invalid/x' }, 2003, ['/url']],
       ['cloud metadata address', { ...GOOD, url: 'https://169.254.169.254/latest' }, 2003, ['/url']],
+      // IPv6 forms that carry a refused IPv4 address (engine/webhooks/ssrf.ts, embeddedIPv4).
+      ...['::ffff:7f00:1', '::ffff:0:7f00:1', '::ffff:127.0.0.1', '0:0:0:0:0:ffff:7f00:1', '::7f00:1', '64:ff9b::7f00:1', '64:ff9b::10.0.0.1',
+        '64:ff9b:1::7f00:1', '64:ff9b:1:7f00:0:100::', '2002:7f00:1::1', '2002:a9fe:a9fe::', '2001:0:4136:e378:8000:63bf:80ff:fffe']
+        .map((ip): [string, unknown, number, string[]] => [`IPv6 ${ip}`, { ...GOOD, url: `https://[${ip}]/hook` }, 2003, ['/url']]),
     ];
     for (const [name, body, code, pointers] of cases) {
       it(`${name} → 400 / ${code}`, async () => {

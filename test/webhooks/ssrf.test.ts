@@ -37,7 +37,34 @@ describe('webhooks SSRF guard', () => {
       });
     }
 
-    for (const address of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
+    // IPv6 addresses carrying an IPv4 address are judged by it too, in every spelling.
+    const embedded: Array<[string, string, string]> = [
+      ['::ffff:7f00:1', 'loopback', ''],
+      ['0:0:0:0:0:ffff:7f00:1', 'loopback', ''],
+      ['::ffff:0:7f00:1', 'loopback', ' (IPv4-translated of 127.0.0.1)'],
+      ['0::ffff:0:127.0.0.1', 'loopback', ' (IPv4-translated of 127.0.0.1)'],
+      ['::7f00:1', 'reserved', ''],
+      ['64:ff9b::7f00:1', 'loopback', ' (NAT64 of 127.0.0.1)'],
+      ['64:ff9b::10.1.2.3', 'private', ' (NAT64 of 10.1.2.3)'],
+      ['0064:ff9b:0000:0000:0000:0000:a9fe:a9fe', 'link-local', ' (NAT64 of 169.254.169.254)'],
+      ['64:ff9b:1::7f00:1', 'loopback', ' (NAT64 local-use of 127.0.0.1)'],
+      ['64:ff9b:1:a00:0:100::', 'private', ' (NAT64 local-use of 10.0.0.1)'],
+      ['2002:7f00:1::', 'loopback', ' (6to4 of 127.0.0.1)'],
+      ['2002:c0a8:101:1::1', 'private', ' (6to4 of 192.168.1.1)'],
+      // Teredo: client 127.0.0.1 is stored inverted (80ff:fffe).
+      ['2001:0:4136:e378:8000:63bf:80ff:fffe', 'loopback', ' (Teredo of 127.0.0.1)'],
+    ];
+    for (const [address, label, form] of embedded) {
+      it(`refuses ${address} (${label}${form})`, () => {
+        expect(none.refusal(address)).to.equal(`${address} is a ${label} address${form}`);
+      });
+    }
+    it('an allow-listed IPv4 address is allowed in its IPv6 forms too', () => {
+      const p = AddressPolicy.fromCidrs(['127.0.0.1/32']);
+      for (const a of ['::ffff:0:7f00:1', '64:ff9b::7f00:1', '2002:7f00:1::']) expect(p.refusal(a), a).to.equal(null);
+    });
+
+    for (const address of ['64:ff9b::808:808', '64:ff9b:1::808:808', '2002:808:808::1', '2001:0:4136:e378:8000:63bf:f7f7:f7f7', '93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
       it(`allows public ${address}`, () => {
         expect(none.refusal(address)).to.equal(null);
       });
