@@ -70,7 +70,7 @@ export class TaskPolling {
       return next();
     }
     const status = await this.applyAnswer(task, route, res.body, res.status, p.status, 'poll');
-    if (!status) return;
+    if (status === 'ended' || status === 'lost') return;
     const patch: Partial<TaskRecord> = { poll_failures: 0, checked_at: this.d.clock.now(), poll_n: n };
     if (status === 'processing' && task.status === 'pending') {
       patch.status = 'processing';
@@ -93,10 +93,13 @@ export class TaskPolling {
     if (await this.ending.settled(task)) return 'ignored';
     upstreamRequests.inc({ vendor: route.vendor, stage: 'callback', status_class: '2xx' });
     const status = await this.applyAnswer(task, route, body, 200, route.callback.status, 'callback');
+    // Accepted only by the push whose compare-and-set changed the task: of concurrent identical
+    // pushes one is `accepted`, the others `ignored` (they changed nothing), as a replay is.
+    if (status === 'ended') return 'accepted';
     if (status === 'processing' && task.status === 'pending') {
-      await this.d.store.transition(id, ['pending'], { status: 'processing', updated_at: isoNow(this.d.clock), checked_at: this.d.clock.now() });
+      return (await this.d.store.transition(id, ['pending'], { status: 'processing', updated_at: isoNow(this.d.clock), checked_at: this.d.clock.now() })) ? 'accepted' : 'ignored';
     }
-    return 'accepted';
+    return 'ignored';
   }
 
   /** True when push callbacks are on (server.public_base_url) and some route declares one. */
@@ -108,42 +111,39 @@ export class TaskPolling {
    * An upstream answer about a task (a poll's body, or a provider's push), read the one way:
    * the status through the poll's status_map; failed → the error mapping, completed → the result
    * mapping and settlement, both through the compare-and-set, so a push and a poll racing end the
-   * task once. Returns the status when the task goes on (pending / processing), undefined when
-   * this answer ended it (or tried to: someone else may have won).
+   * task once. Returns the status when the task goes on (pending / processing), `ended` when
+   * this answer ended it, `lost` when it would have but someone else ended the task first (the
+   * compare-and-set's answer: of concurrent identical pushes, exactly one ends the task).
    */
-  private async applyAnswer(task: TaskRecord, route: AsyncRoutePlan, body: unknown, httpStatus: number, statusExpr: AsyncRoutePlan['poll']['status'], stage: 'poll' | 'callback'): Promise<TaskStatus | undefined> {
+  private async applyAnswer(task: TaskRecord, route: AsyncRoutePlan, body: unknown, httpStatus: number, statusExpr: AsyncRoutePlan['poll']['status'], stage: 'poll' | 'callback'): Promise<TaskStatus | 'ended' | 'lost'> {
     const p = route.poll;
     const raw = await statusExpr.evaluate(body).catch(() => undefined);
     const status = p.statusMap[String(raw)];
-    if (!status) {
-      await this.ending.fail(task, new GatewayError(3003, `The provider reported an unknown task status ${JSON.stringify(raw ?? null)}.`));
-      return undefined;
-    }
+    const ended = (failed: TaskRecord | boolean | undefined) => (failed ? 'ended' : 'lost');
+    if (!status) return ended(await this.ending.failTask(task, new GatewayError(3003, `The provider reported an unknown task status ${JSON.stringify(raw ?? null)}.`)));
     if (status === 'failed') {
       const message = await readOptional(p.errorMessage, body);
       const code = await readOptional(p.errorCode, body);
-      await this.ending.fail(task, await mappedError(route, stage, { stage: 'task', http_status: httpStatus, body, message: code && message ? `${message} (${code})` : message }));
-      return undefined;
+      return ended(await this.ending.failTask(task, await mappedError(route, stage, { stage: 'task', http_status: httpStatus, body, message: code && message ? `${message} (${code})` : message })));
     }
-    if (status === 'completed') {
-      await this.complete(task, route, body);
-      return undefined;
-    }
+    if (status === 'completed') return ended(await this.complete(task, route, body));
     return status;
   }
 
-  private async complete(task: TaskRecord, route: AsyncRoutePlan, body: unknown): Promise<void> {
+  /** True when this call ended the task (completed, or failed for an unreadable result); false when it had already ended. */
+  private async complete(task: TaskRecord, route: AsyncRoutePlan, body: unknown): Promise<boolean> {
     const result: Record<string, unknown> = {};
     for (const [name, expr] of route.result) {
       const read = resultFieldValue(name, await expr.evaluate(body, { request: task.request }).catch(() => undefined));
-      if (!read.ok) return this.ending.fail(task, new GatewayError(3003, `The provider reported success but its answer ${read.reason}.`));
+      if (!read.ok) return (await this.ending.failTask(task, new GatewayError(3003, `The provider reported success but its answer ${read.reason}.`))) !== undefined;
       result[name] = read.value;
     }
     // The price is fixed before the transition, so a re-run of finalize() settles the same amount.
     const charge = await this.d.accounting.price({ ...task, result }, route, body);
     const done = await this.d.store.transition(task.id, ACTIVE, { status: 'completed', result, charge, finalized: false, updated_at: isoNow(this.d.clock), poll_failures: 0 });
-    if (!done) return; // someone else finished it first
+    if (!done) return false; // someone else finished it first
     finished(done);
     await this.ending.finalize(done);
+    return true;
   }
 }

@@ -169,6 +169,21 @@ describe(`push callbacks (${process.env.GATEWAY_TEST_STORE === 'redis' ? 'redis'
     expect((await gw.billing.getWallet(t.id)).held).to.equal(0);
   });
 
+  it('20 concurrent identical pushes: exactly one answers accepted, the rest ignored; settled once', async () => {
+    const { tenant: t, key } = await tenant();
+    for (const final of ['succeeded', 'failed'] as const) {
+      const { id, upstreamId, path } = await submitted(key);
+      const body = final === 'succeeded' ? succeeded(upstreamId) : { output: { task_id: upstreamId, task_status: 'FAILED', message: 'no' } };
+      const answers = await Promise.all(Array.from({ length: 20 }, () => push(path, body)));
+      expect(answers.map((r) => r.status)).to.deep.equal(Array(20).fill(200));
+      const statuses = answers.map((r) => r.body.status as string);
+      expect(statuses.filter((x) => x === 'accepted'), `${final}: ${statuses.join(',')}`).to.have.length(1);
+      expect(statuses.filter((x) => x === 'ignored')).to.have.length(19);
+      await finalized(id);
+      expect(await ledgerOf(t.id, id)).to.deep.equal(['hold', final === 'succeeded' ? 'settle' : 'release']);
+    }
+  });
+
   it('a push racing a poll (10 rounds): each task settles exactly once', async () => {
     const { tenant: t, key } = await tenant();
     for (let round = 0; round < 10; round++) {
