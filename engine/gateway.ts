@@ -64,6 +64,8 @@ export interface GatewayOptions {
   logger?: Logger;
   /** `all` (default): serve HTTP and run jobs; `api`: HTTP only; `worker`: jobs only (redis store). */
   role?: Role;
+  /** /readyz's check beyond this process: the other workers of `serve --workers` (engine/cluster). */
+  siblingsReady?: () => Promise<GatewayError | undefined>;
 }
 
 export interface Gateway {
@@ -84,6 +86,8 @@ export interface Gateway {
   readonly limits: LimitsService;
   readonly proxy: ProxyHandler;
   readonly sandbox?: SandboxSimulator;
+  /** This process's own readiness (what /readyz checks, without the other workers). */
+  ready(): Promise<GatewayError | undefined>;
   /**
    * Stop accepting (/readyz answers 503), let in-flight requests, jobs and submissions finish
    * for up to server.shutdown_grace_ms, then cut what is left (upstream calls included) and stop.
@@ -194,11 +198,16 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   const proxy = new ProxyHandler(vendors, { tenants, logger, billing, limits });
   // Readiness (GET /readyz): not while draining, nor while the store or the job queue is away.
   let draining = false;
-  const readiness = async (): Promise<GatewayError | undefined> => {
+  const ready = async (): Promise<GatewayError | undefined> => {
     if (draining) return new GatewayError(4001, 'The gateway is shutting down; send requests to another instance.');
     const down = await stores.unavailable(Math.min(READY_PING_MS, config.store.command_timeout_ms));
     return down.length ? dependencyUnavailable(down.join(' and ')) : undefined;
   };
+  const siblings = opts.siblingsReady;
+  const readiness = siblings ? async () => {
+    const [own, others] = await Promise.all([ready(), siblings()]);
+    return own ?? others;
+  } : ready;
   const app = buildApp({
     logger, vendors, readiness,
     metricsToken: config.metrics.enabled ? config.metrics.token : null,
@@ -314,7 +323,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       logger.info('gateway stopped');
     })());
 
-  return { url, metricsUrl: metrics?.url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, sandbox, close };
+  return { url, metricsUrl: metrics?.url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, sandbox, ready, close };
 }
 
 /** The demo tenant exists only while the sandbox is on; when it is off, it is disabled. */

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { sameSecret } from '../util/secrets.ts';
 import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
-import { registry } from '../metrics/metrics.ts';
+import { metricsText, registry } from '../metrics/metrics.ts';
 import { writeProblem } from './answer.ts';
 import { notFound } from './route-table.ts';
 import { continueTrace } from './traceparent.ts';
@@ -23,7 +23,7 @@ export async function serveMetrics(req: IncomingMessage, res: ServerResponse, to
     if (token !== null && !bearerMatches(req.headers.authorization, token)) {
       throw new GatewayError(1001, 'GET /metrics needs Authorization: Bearer <metrics.token>.', { headers: { 'WWW-Authenticate': 'Bearer realm="metrics"' } });
     }
-    const text = await registry.metrics();
+    const text = await metricsText();
     res.writeHead(200, { 'content-type': registry.contentType, 'content-length': Buffer.byteLength(text) }).end(text);
   } catch (err) {
     writeProblem(res, err instanceof GatewayError ? err : new GatewayError(4002, 'The metrics could not be collected.'), path, traceId);

@@ -123,6 +123,7 @@ export const tasksActive = new client.Gauge({
   help: 'Tasks pending or processing, by vendor (read from the store at scrape time: the same figure on every process).',
   labelNames: ['vendor'] as const,
   registers,
+  aggregator: 'first', // the same in every process: `serve --workers` shows it once
   async collect() {
     await scrapeSources.activeTasks?.(this);
   },
@@ -180,6 +181,7 @@ export const jobQueueDepth = new client.Gauge({
   help: 'Jobs waiting in a queue (due or delayed), by queue (read at scrape time).',
   labelNames: ['queue', 'state'] as const,
   registers,
+  aggregator: 'first', // the same in every process: `serve --workers` shows it once
   async collect() {
     await readQueues();
   },
@@ -189,6 +191,7 @@ export const jobQueueLag = new client.Gauge({
   help: 'How long the oldest due job of a queue has waited past its due time (0 when none waits).',
   labelNames: ['queue'] as const,
   registers,
+  aggregator: 'first', // the same in every process: `serve --workers` shows it once
   async collect() {
     await readQueues();
   },
@@ -209,8 +212,34 @@ export const buildInfo = new client.Gauge({
   help: 'Always 1; the gateway\'s version and Node.js version as labels (deploy markers).',
   labelNames: ['version', 'node'] as const,
   registers,
+  aggregator: 'first', // the same in every process: `serve --workers` shows it once
 });
 buildInfo.set({ version: (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version, node: process.versions.node }, 1);
+
+// ---- `serve --workers` (engine/cluster): set by the primary only ---------------------------------
+export const clusterWorkers = new client.Gauge({
+  name: 'gateway_cluster_workers',
+  help: 'serve --workers: worker processes by state, configured (N) and ready (started and answering).',
+  labelNames: ['state'] as const,
+  registers,
+  aggregator: 'first',
+});
+export const clusterRestarts = new client.Counter({
+  name: 'gateway_cluster_worker_restarts_total',
+  help: 'serve --workers: workers that exited unasked and were started again, by worker slot (1..N).',
+  labelNames: ['worker'] as const,
+  registers,
+});
+
+/**
+ * What GET /metrics serves: this process's registry; under `serve --workers`, the sum over every
+ * worker (the primary collects it; a worker asks the primary).
+ */
+let exposition: () => Promise<string> = () => registry.metrics();
+export const metricsText = (): Promise<string> => exposition();
+export function setMetricsText(text: () => Promise<string>): void {
+  exposition = text;
+}
 
 /** What is read from the running gateway at scrape time (set by the gateway, cleared on close). */
 export interface ScrapeSources {

@@ -27,7 +27,8 @@
 //                     tracing (OpenTelemetry spans), config (the config record and the positioned
 //                     YAML reader): anyone may import them.
 //   offline tooling   engine/cli, engine/tooling: operator tools; may import anything (the CLI
-//                     also starts the gateway); nothing else imports them.
+//                     also starts the gateway); nothing else imports them. engine/cluster (the
+//                     `serve --workers` primary and its workers' side) is the CLI's, placed here.
 //
 // The test fails with a readable list on:
 //   (a) an import cycle between engine folders (store/memory, store/redis and jobs/bullmq count as
@@ -52,7 +53,7 @@ const PORT_FOLDERS = new Set(['upstream', 'events', 'jobs', 'media']);
 const PORT_FILES = new Set(['tasks/task.ts', 'tenants/types.ts', 'limits/config.ts']);
 const ADAPTERS = new Set(['store/memory', 'store/redis', 'jobs/bullmq']);
 const GROUND = new Set(['errors', 'util', 'log', 'config', 'metrics', 'tracing']);
-const TOOLING = new Set(['cli', 'tooling']);
+const TOOLING = new Set(['cli', 'tooling', 'cluster']);
 const HTTP = 'http';
 const ROOT = 'root';
 
