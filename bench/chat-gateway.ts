@@ -4,7 +4,7 @@
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadConfigText } from '../engine/load-config.ts';
-import { startGateway } from '../engine/gateway.ts';
+import { startGateway, type ChatPorts } from '../engine/gateway.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const others = readdirSync(`${ROOT}vendors`).filter((f) => f.endsWith('.yaml') && f !== 'provider_c.yaml').map((f) => f.slice(0, -5));
@@ -18,19 +18,24 @@ vendors: { dir: vendors, disabled: ${JSON.stringify(others)} }
 limits: ${JSON.stringify({ rate: { key: big, tenant: big, model: big }, daily_spend_credits: '1000000000.00' })}
 upstreams: { provider_c: { base_url: "${process.env.UPSTREAM_URL}", credentials: { api_key: sk-bench } } }
 `, ROOT, { env: {} });
-const gw = await startGateway(config);
+// Diagnostic runs only: the proxy path without billing, limits and the access log, to show
+// where the full path's CPU goes. `core` is switched back before the next full-path run.
+let core = false;
+const chatPorts = (real: ChatPorts): ChatPorts => ({
+  limits: { checkRequest: (who) => (core ? Promise.resolve() : real.limits.checkRequest(who)), checkSpend: (t) => (core ? Promise.resolve() : real.limits.checkSpend(t)) },
+  funds: { ensureCanSpend: (t) => (core ? Promise.resolve() : real.funds.ensureCanSpend(t)) },
+  billing: { charge: (...a) => (core ? Promise.resolve(undefined) : real.billing.charge(...a)) },
+});
+const gw = await startGateway(config, { chatPorts });
 const tenant = await gw.tenants.createTenant({ name: 'bench' });
 const { key } = await gw.tenants.issueKey(tenant.id, {});
 await gw.billing.topUp(tenant.id, 1_000_000_000_000, 'bench-topup');
 process.send!({ url: gw.url, key });
 process.on('message', (m: { cpu?: boolean; core?: boolean }) => {
   if (m.cpu) process.send!({ cpu: process.cpuUsage() });
-  // Diagnostic runs only: the proxy path without billing, limits and the access log, to show
-  // where the full path's CPU goes. Switched back before the next full-path run.
   if (m.core !== undefined) {
-    gw.proxy.billing = m.core ? { ensureCanSpend: async () => {}, charge: async () => undefined } : gw.billing;
-    gw.proxy.limits = m.core ? { checkRequest: async () => {}, checkSpend: async () => {} } : gw.limits;
-    gw.proxy.accessLog.level = m.core ? 'silent' : 'info';
+    core = m.core;
+    gw.accessLog.level = m.core ? 'silent' : 'info';
     process.send!({ ok: true });
   }
 });

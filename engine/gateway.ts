@@ -15,10 +15,13 @@ import { FrontDoor } from './http/front-door.ts';
 import { listenForMetrics } from './http/metrics-endpoint.ts';
 import { setScrapeSources, setTenantLabel } from './metrics/metrics.ts';
 import type { JobScheduler } from './jobs/scheduler.ts';
-import { createLogger } from './log/logger.ts';
+import { accessLogger, createLogger } from './log/logger.ts';
 import { throttled } from './log/throttle.ts';
 import { createStores, type Role, type Stores } from './stores.ts';
 import { ProxyHandler } from './http/proxy-handler.ts';
+import { ProxyService } from './proxy/requests.ts';
+import type { ProxyBilling } from './proxy/ports.ts';
+import { Admission, type Funds, type RequestLimits } from './tenants/admission.ts';
 import { SandboxSimulator } from './sandbox/simulator.ts';
 import { resolveBillingConfig, type BillingConfigInput } from './billing/config.ts';
 import { LowBalanceMonitor } from './billing/low-balance.ts';
@@ -66,6 +69,15 @@ export interface GatewayOptions {
   role?: Role;
   /** /readyz's check beyond this process: the other workers of `serve --workers` (engine/cluster). */
   siblingsReady?: () => Promise<GatewayError | undefined>;
+  /** Benchmarks only (bench/chat-gateway.ts): stand-ins for the chat path's limits, funds and billing, given the real ones. */
+  chatPorts?: (real: ChatPorts) => ChatPorts;
+}
+
+/** What the chat path asks of limits, funds and billing. */
+export interface ChatPorts {
+  limits: RequestLimits;
+  funds: Funds;
+  billing: ProxyBilling;
 }
 
 export interface Gateway {
@@ -85,6 +97,8 @@ export interface Gateway {
   readonly webhooks: Webhooks;
   readonly limits: LimitsService;
   readonly proxy: ProxyHandler;
+  /** The per-request access log (both planes). */
+  readonly accessLog: Logger;
   readonly sandbox?: SandboxSimulator;
   /** This process's own readiness (what /readyz checks, without the other workers). */
   ready(): Promise<GatewayError | undefined>;
@@ -195,7 +209,11 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   const billingRoutes = { billing, limits, tenants, ajv, reports, auth: consoleAuth };
   const taskConsole = new TaskConsole(tasks, async (tenantId, id) => (await webhooks.deliveries.listForEvent(tenantId, id, { limit: 100 })).data);
   // Proxied routes (chat completions, model lists), served by the data plane.
-  const proxy = new ProxyHandler(vendors, { tenants, logger, billing, limits });
+  // Benchmarks may stand in for what the chat path asks of limits and billing (opts.chatPorts).
+  const ports = opts.chatPorts?.({ limits, funds: billing, billing }) ?? { limits, funds: billing, billing };
+  const admission = new Admission({ tenants, limits: ports.limits, funds: ports.funds });
+  const accessLog = accessLogger(logger);
+  const proxy = new ProxyHandler({ service: new ProxyService(vendors, { admission, billing: ports.billing, logger }), logger, accessLog });
   // Readiness (GET /readyz): not while draining, nor while the store or the job queue is away.
   let draining = false;
   const ready = async (): Promise<GatewayError | undefined> => {
@@ -228,8 +246,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     ],
   });
   // Every request enters here: descriptor routes to the data plane, the rest to express.
-  const dataPlane = new DataPlane(vendors, { tenants, lifecycle, tasks, limits, idempotency, proxy });
-  const door = new FrontDoor({ logger, dataPlane, controlPlane: app });
+  const dataPlane = new DataPlane(vendors, { admission, lifecycle, tasks, idempotency, proxy });
+  const door = new FrontDoor({ logger, accessLog, dataPlane, controlPlane: app });
   // Slow or idle senders are closed (408) once their headers, or their whole request, are late;
   // Node refuses a headers timeout above the request timeout, so it is capped there. The check
   // runs a few times per headers timeout (at most once a second) so the limits hold closely.
@@ -323,7 +341,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       logger.info('gateway stopped');
     })());
 
-  return { url, metricsUrl: metrics?.url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, sandbox, ready, close };
+  return { url, metricsUrl: metrics?.url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, accessLog, sandbox, ready, close };
 }
 
 /** The demo tenant exists only while the sandbox is on; when it is off, it is disabled. */

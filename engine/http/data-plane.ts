@@ -2,15 +2,15 @@
 // cancel, sync and stream proxy routes with their aliases, model lists) in one find-my-way table
 // compiled once at start.
 // Its handlers are the only implementation of those routes; they translate HTTP to the services
-// (engine/tasks/requests.ts, the proxy exchange) and back, and hold no descriptor work.
+// (engine/tasks/requests.ts, engine/proxy/requests.ts through ./proxy-handler.ts) and back, and
+// hold no descriptor work. Every route is admitted the one way (engine/tenants/admission.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AsyncRoutePlan, StatusRoutePlan, VendorPlan } from '../descriptors/compile.ts';
 import type { ProxyRoutePlan } from '../descriptors/proxy-route.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { mediaBlobs } from '../media/blobs.ts';
-import type { LimitsService } from '../limits/service.ts';
-import { requireScope, type AuthContext } from '../tenants/auth-context.ts';
-import type { TenantService } from '../tenants/service.ts';
+import type { Admission } from '../tenants/admission.ts';
+import type { AuthContext } from '../tenants/auth-context.ts';
 import { cancelTask, createTask, readTask, type TaskRequestDeps } from '../tasks/requests.ts';
 import { malformedPath, writeJson } from './answer.ts';
 import type { ProxyHandler } from './proxy-handler.ts';
@@ -19,8 +19,7 @@ import { RouteTable } from './route-table.ts';
 import type { Visit } from './visit.ts';
 
 export interface DataPlaneDeps extends TaskRequestDeps {
-  tenants: TenantService;
-  limits: LimitsService;
+  admission: Admission;
   proxy: ProxyHandler;
 }
 
@@ -66,7 +65,7 @@ export class DataPlane {
     }
     // Push callbacks, when server.public_base_url is set and a route declares upstream.callback.
     if (deps.lifecycle.callbacksEnabled) this.table.on('POST', '/callbacks/:task_id/:token', { serve: callback, route: { kind: 'callback', key: 'callbacks', path: '/callbacks/:task_id/:token' }, body: { kind: 'json', limit: CALLBACK_BODY_LIMIT } });
-    for (const { method, path, route } of deps.proxy.paths()) {
+    for (const { method, path, route } of deps.proxy.service.paths()) {
       this.table.on(method, path, { serve: proxied, route, body: route.list ? undefined : { kind: 'json', limit: route.maxBodyBytes } });
     }
   }
@@ -117,13 +116,9 @@ async function create(deps: DataPlaneDeps, req: IncomingMessage, res: ServerResp
   }
 }
 
-/** The caller (401), its scope for the vendor (403) and its request rates (429); `model` counts a create against the route's model limit. */
-async function admit(deps: DataPlaneDeps, req: IncomingMessage, visit: Visit, vendor: string, action: 'create' | 'read', model?: string): Promise<AuthContext> {
-  const auth = await deps.tenants.authenticate(req.headers.authorization);
-  visit.tenantId = auth.tenantId;
-  requireScope(auth, vendor, action);
-  await deps.limits.checkRequest({ tenantId: auth.tenantId, keyId: auth.keyId, model });
-  return auth;
+/** Admission (engine/tenants/admission.ts); `model` counts a create against the route's model limit. */
+function admit(deps: DataPlaneDeps, req: IncomingMessage, visit: Visit, vendor: string, action: 'create' | 'read', model?: string): Promise<AuthContext> {
+  return deps.admission.admit(req.headers.authorization, vendor, action, visit, { model });
 }
 
 /** GET <path>/{task_id}: one of the caller's tasks. */

@@ -10,7 +10,6 @@ import type { Express } from 'express';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { GatewayError } from '../errors/gateway-error.ts';
-import { accessLogger } from '../log/logger.ts';
 import { logRequest } from './access-log.ts';
 import { problemCodeOf, toGatewayError, writeProblem, writeTaskInfoValidationError } from './answer.ts';
 import { refuseWithoutHost } from './client-error.ts';
@@ -30,6 +29,8 @@ interface ExpressLocals {
 
 export interface FrontDoorDeps {
   logger: Logger;
+  /** The access log (engine/log/logger.ts accessLogger), shared with the proxy's wire. */
+  accessLog: Logger;
   dataPlane: DataPlane;
   /** The express app of the control plane; it finds the trace on res.locals.trace. */
   controlPlane: Express;
@@ -37,18 +38,14 @@ export interface FrontDoorDeps {
 
 export class FrontDoor {
   private readonly logger: Logger;
-  /**
-   * The per-request access line. Its fields are fixed and never hold a secret, so it skips the
-   * root logger's wildcard redaction (~15 µs a line) and redacts top-level names only.
-   */
-  readonly accessLog: Logger;
+  private readonly accessLog: Logger;
   private readonly dataPlane: DataPlane;
   private readonly controlPlane: FrontDoorDeps['controlPlane'];
   private readonly controlRoutes: RouteTable<string>;
 
   constructor(deps: FrontDoorDeps) {
     this.logger = deps.logger;
-    this.accessLog = accessLogger(deps.logger);
+    this.accessLog = deps.accessLog;
     this.dataPlane = deps.dataPlane;
     this.controlPlane = deps.controlPlane;
     this.controlRoutes = controlRouteTable(deps.controlPlane);

@@ -49,6 +49,18 @@ export function failureReason(err: unknown): FailureReason | undefined {
   return undefined;
 }
 
+/** What one try at a member came to, and why it counts against the member (then the call may go on to the next). */
+export interface MemberTry<T> {
+  outcome: T;
+  reason?: FailureReason;
+}
+
+export interface FailoverOptions {
+  /** Epoch ms after which no further member is tried. */
+  until?: number;
+  onFailover?: (from: PoolMember, reason: FailureReason) => void;
+}
+
 const STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
 
 /** Before the gateway attaches its store (offline tools compile vendors without one): always closed. */
@@ -134,33 +146,45 @@ export class UpstreamPool {
   }
 
   /**
-   * One call with failover: a call that fails before the provider accepted it (no connection, a
-   * timeout before any byte, a 5xx or 429 answer) goes to the next healthy member, while `until`
-   * (epoch ms) is not reached. Returns the last answer and the member that gave it; throws the last
-   * failure when no member answered.
+   * One call with failover, the only failover loop: a call that fails before the provider
+   * accepted it (no connection, a timeout before any byte, a 5xx or 429 answer) goes to the next
+   * healthy member, while `until` (epoch ms) is not reached.
+   *  - An UpstreamCall (task submissions): returns the last answer and the member that gave it;
+   *    throws the last failure when no member answered.
+   *  - An attempt (the proxy's exchange, which streams): `attempt(m)` makes the try at `m`, records
+   *    its outcome (`record`) and says why it counts against the member; `final()` true stops the
+   *    failover (a stream's head already went to the client, or the client left). Returns the
+   *    last try's outcome.
    */
-  async call(c: UpstreamCall, opts: { until?: number; onFailover?: (from: PoolMember, reason: FailureReason) => void } = {}): Promise<{ res: UpstreamResponse; member: PoolMember }> {
+  call(c: UpstreamCall, opts?: FailoverOptions): Promise<{ res: UpstreamResponse; member: PoolMember }>;
+  call<T>(attempt: (m: PoolMember) => Promise<MemberTry<T>>, opts: FailoverOptions & { stage: string; final?: () => boolean }): Promise<T>;
+  async call<T>(c: UpstreamCall | ((m: PoolMember) => Promise<MemberTry<T>>), opts: FailoverOptions & { stage?: string; final?: () => boolean } = {}): Promise<unknown> {
+    const attempt = typeof c === 'function' ? c : (m: PoolMember) => this.tryCall(m, c);
+    const stage = typeof c === 'function' ? opts.stage! : c.stage;
     const tried = new Set<string>();
     let member = await this.pick(tried);
     for (;;) {
       const m = member!;
       tried.add(m.id);
-      // An answer, or the failure that took its place; either may send the call on to the next member.
-      let outcome: { res: UpstreamResponse; member: PoolMember } | { err: unknown };
-      let reason: FailureReason | undefined;
-      try {
-        outcome = { res: await this.callMember(m, c), member: m };
-        reason = statusReason(outcome.res.status);
-      } catch (err) {
-        outcome = { err };
-        reason = failureReason(err);
-      }
-      if (!reason || !(member = await this.next(tried, opts.until))) {
-        if ('err' in outcome) throw outcome.err;
-        return outcome;
+      const { outcome, reason } = await attempt(m);
+      if (!reason || opts.final?.() || !(member = await this.next(tried, opts.until))) {
+        if (typeof c === 'function') return outcome;
+        const o = outcome as { res: UpstreamResponse; member: PoolMember } | { err: unknown };
+        if ('err' in o) throw o.err;
+        return o;
       }
       opts.onFailover?.(m, reason);
-      memberFailovers.inc({ vendor: this.vendor, stage: c.stage });
+      memberFailovers.inc({ vendor: this.vendor, stage });
+    }
+  }
+
+  /** One try of an UpstreamCall at `m`: an answer, or the failure that took its place; either may send the call on. */
+  private async tryCall(m: PoolMember, c: UpstreamCall): Promise<MemberTry<{ res: UpstreamResponse; member: PoolMember } | { err: unknown }>> {
+    try {
+      const res = await this.callMember(m, c);
+      return { outcome: { res, member: m }, reason: statusReason(res.status) };
+    } catch (err) {
+      return { outcome: { err }, reason: failureReason(err) };
     }
   }
 
@@ -175,19 +199,25 @@ export class UpstreamPool {
     try {
       res = await m.client.call(c);
     } catch (err) {
-      const reason = failureReason(err);
-      if (reason) await this.failed(m, c.stage, reason);
-      else this.count(m, c.stage);
+      await this.record(m, c.stage, failureReason(err) ?? 'neutral');
       throw err;
     }
-    const reason = statusReason(res.status);
-    if (reason) await this.failed(m, c.stage, reason);
-    else await this.succeeded(m, c.stage);
+    await this.record(m, c.stage, statusReason(res.status) ?? 'usable');
     return res;
   }
 
+  /**
+   * A call's outcome at `m`: a failure reason counts against its breaker, a usable answer closes
+   * it, anything else (the provider may have acted on the call) is only counted.
+   */
+  async record(m: PoolMember, stage: string, outcome: FailureReason | 'usable' | 'neutral'): Promise<void> {
+    if (outcome === 'usable') await this.succeeded(m, stage);
+    else if (outcome === 'neutral') this.count(m, stage);
+    else await this.failed(m, stage, outcome);
+  }
+
   /** A usable answer from `m`: its breaker closes. */
-  async succeeded(m: PoolMember, stage: string): Promise<void> {
+  private async succeeded(m: PoolMember, stage: string): Promise<void> {
     this.count(m, stage);
     const v = this.views.get(m.id);
     // Nothing to write while this process sees it closed and clean: no Redis write per success.
@@ -197,7 +227,7 @@ export class UpstreamPool {
   }
 
   /** A failure of `m` that counts against its breaker. */
-  async failed(m: PoolMember, stage: string, reason: FailureReason): Promise<void> {
+  private async failed(m: PoolMember, stage: string, reason: FailureReason): Promise<void> {
     this.count(m, stage);
     memberErrors.inc({ vendor: this.vendor, member: m.id, stage, reason });
     const now = this.clock.now();
@@ -209,7 +239,7 @@ export class UpstreamPool {
   }
 
   /** A call to `m` that says nothing of its health (counted only). */
-  count(m: PoolMember, stage: string): void {
+  private count(m: PoolMember, stage: string): void {
     memberRequests.inc({ vendor: this.vendor, member: m.id, stage });
   }
 

@@ -1,0 +1,216 @@
+// What a tenant asks of the sync and stream proxy routes (chat completions) and model lists,
+// after the HTTP edge has matched the route: the counterpart of engine/tasks/requests.ts. The
+// HTTP side (engine/http/proxy-handler.ts) only moves bytes: it is this call's stream sink, and
+// writes the answer's head, problems and the access line.
+//   admit    caller and scope (engine/tenants/admission.ts)
+//   prepare  body validation → model and its price (2003 when not offered) → rates, daily spend
+//            and funds in one round trip → the body rewrite (stream usage option, dropped media)
+//   send     the exchange (./exchange.ts) on the vendor's pool: UpstreamPool.call fails over to
+//            the next member while nothing has reached the client
+//   usage    what the answer or the stream reported (else an estimate)
+//   charge   the usage, once, post-paid; a charge that fails is logged for reconciliation
+// Route plans are compiled at start-up: the hot path does no descriptor work.
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import type { VendorPlan } from '../descriptors/compile.ts';
+import type { ProxyRoutePlan } from '../descriptors/proxy-route.ts';
+import type { ModelPrice, TokenUsage } from '../descriptors/token-prices.ts';
+import { GatewayError } from '../errors/gateway-error.ts';
+import { statusClass, upstreamDuration, upstreamErrors, upstreamRequests, upstreamTtfb } from '../metrics/metrics.ts';
+import type { Admission, Seen } from '../tenants/admission.ts';
+import type { AuthContext } from '../tenants/auth-context.ts';
+import { traced, tracing } from '../tracing/tracing.ts';
+import { failureReason, statusReason } from '../upstream/pool.ts';
+import type { Milli } from '../util/money.ts';
+import { rewriteBody } from './body.ts';
+import { UpstreamExchange, type ExchangeEnd, type StreamSink } from './exchange.ts';
+import { ListCache } from './model-list.ts';
+import type { ProxyBilling } from './ports.ts';
+import type { SseTap } from './sse-tap.ts';
+import { completionIdOf, estimatedUsage, reportedUsage, usageCharge } from './usage.ts';
+
+export interface ProxyServiceDeps {
+  admission: Admission;
+  billing: ProxyBilling;
+  logger: Logger;
+}
+
+export class ProxyService {
+  readonly routes: readonly ProxyRoutePlan[];
+  readonly admission: Admission;
+  readonly billing: ProxyBilling;
+  readonly logger: Logger;
+  private readonly lists = new Map<string, ListCache>();
+
+  constructor(vendors: readonly VendorPlan[], deps: ProxyServiceDeps) {
+    this.admission = deps.admission;
+    this.billing = deps.billing;
+    this.logger = deps.logger;
+    const routes: ProxyRoutePlan[] = [];
+    const served = new Map<string, string>();
+    for (const v of vendors) {
+      for (const r of v.routes) {
+        if (r.kind !== 'sync' && r.kind !== 'stream') continue;
+        routes.push(r);
+        for (const path of [r.path, ...r.aliases]) {
+          const key = `${r.method} ${path}`;
+          const other = served.get(key);
+          if (other) throw new Error(`${key} is served by two routes: ${other} and ${r.key}`);
+          served.set(key, r.key);
+        }
+        if (r.list) this.lists.set(r.key, new ListCache(r, deps.logger));
+      }
+    }
+    this.routes = Object.freeze(routes);
+  }
+
+  /** Every (method, client path) served, aliases included. */
+  paths(): { method: 'GET' | 'POST'; path: string; route: ProxyRoutePlan }[] {
+    return this.routes.flatMap((r) => [r.path, ...r.aliases].map((path) => ({ method: r.method, path, route: r })));
+  }
+
+  /** A model list (GET): the caller with a read scope, its request rate, then the route's cached list. */
+  async list(route: ProxyRoutePlan, authorization: string | undefined, seen: Seen, traceparent: string): Promise<Buffer> {
+    await this.admission.admit(authorization, route.vendor, 'read', seen);
+    return this.lists.get(route.key)!.get(traceparent);
+  }
+}
+
+/** The request's trace: its id (logs) and the traceparent passed upstream (and into the charge's ref). */
+export interface CallTrace {
+  readonly traceId: string;
+  readonly traceparent: string;
+}
+
+/** The request as the client sent it, read by the HTTP edge under the route's body policy. */
+export type ReadBody = () => Promise<{ raw?: Buffer; json?: unknown }>;
+
+/** One proxied completion, from admission to its charge; the HTTP side asks it at each step. */
+export class ProxyCall {
+  readonly route: ProxyRoutePlan;
+  /** The model the body names (the access line shows it). */
+  model: string | undefined;
+  /** Inline media left out of the forwarded body (X-Gateway-Dropped-Media). */
+  dropped = 0;
+  /** What the completion used, once known, and what it was charged (milli-credits). */
+  usage: TokenUsage | undefined;
+  charged: Milli | undefined;
+  /** The exchange under way (the last member's, after a failover). */
+  exchange: UpstreamExchange | undefined;
+  private readonly service: ProxyService;
+  private readonly trace: CallTrace;
+  private auth: AuthContext | undefined;
+  private body: Record<string, unknown> | undefined;
+  private price: ModelPrice | undefined;
+  private completionId: string | undefined;
+
+  constructor(service: ProxyService, route: ProxyRoutePlan, trace: CallTrace) {
+    this.service = service;
+    this.route = route;
+    this.trace = trace;
+  }
+
+  /** The caller, with a create scope for the route's vendor. */
+  async admit(authorization: string | undefined, seen: Seen): Promise<void> {
+    this.auth = await this.service.admission.caller(authorization, this.route.vendor, 'create', seen);
+  }
+
+  /** Everything before the upstream (see the header): the body to send, and whether the answer streams. */
+  async prepare(read: ReadBody): Promise<{ out: Buffer; streaming: boolean }> {
+    const route = this.route;
+    const { raw = Buffer.alloc(0), json } = await read();
+    const body = (await (tracing ? traced('validation', () => route.validate!(json)) : route.validate!(json))) as Record<string, unknown>;
+    this.body = body;
+    const model = route.model?.(body);
+    this.model = typeof model === 'string' ? model : undefined;
+    if (route.pricer) {
+      this.price = this.model === undefined ? undefined : route.pricer.priceOf(this.model);
+      if (!this.price) {
+        throw new GatewayError(2003, `The model ${JSON.stringify(this.model)} is not offered here; GET /v1/models lists the models you can use.`, {
+          errors: [{ pointer: '/model', detail: 'is not an offered model', code: 2003 }],
+        });
+      }
+    }
+    // The model scope of rate limits: `<vendor>/<model>` (async routes use `<vendor>/<route id>`).
+    await this.service.admission.limits(this.auth!, { model: this.model === undefined ? undefined : `${route.vendor}/${this.model}`, priced: !!route.pricer });
+    const streaming = route.stream !== undefined && route.stream.flag(body) === true;
+    const needUsage = streaming && route.stream!.usageOption !== undefined && route.stream!.usageOptionValue!(body) !== true;
+    const needDrop = route.dropMedia !== undefined && raw.length > route.dropMedia.minBodyBytes;
+    if (!needUsage && !needDrop) return { out: raw, streaming };
+    const rw = rewriteBody(raw, body, { setTrue: needUsage ? route.stream!.usageOption : undefined, drop: needDrop ? route.dropMedia : undefined });
+    this.dropped = rw.dropped;
+    return { out: rw.body, streaming };
+  }
+
+  /**
+   * The exchange on the vendor's pool. A member that fails before anything reached the client
+   * (no connection, no answer head in time, a 5xx or 429 answer: buffered, never relayed) hands
+   * the request to the next member; once a stream's head is out (`final`), or the client left,
+   * there is no going back, and a stream that breaks off is the client's to see.
+   */
+  send(out: Buffer, streaming: boolean, sink: StreamSink, final: () => boolean): Promise<ExchangeEnd> {
+    const up = this.route.upstream;
+    return up.pool.call(async (m) => {
+      const ex = new UpstreamExchange(this.route, sink, up.targets.get(m.id));
+      this.exchange = ex;
+      const end = await ex.send(out, streaming, this.trace.traceparent);
+      const reason = end.kind === 'answer' ? statusReason(end.status) : end.kind === 'failed' && !end.tap && ex.upstreamStatus === 0 ? failureReason(end.failure) : undefined;
+      await up.pool.record(m, 'proxy', reason ?? (end.kind === 'answer' || end.kind === 'stream' ? 'usable' : 'neutral'));
+      return { outcome: end, reason };
+    }, {
+      stage: 'proxy',
+      final,
+      onFailover: (m, reason) => this.service.logger.warn({ trace_id: this.trace.traceId, route: this.route.key, member: m.id, reason }, 'proxied call failed over to the next pool member'),
+    });
+  }
+
+  /** A 2xx JSON answer's usage (estimated from its size when it reports none); 3003 when it is not JSON. */
+  answerUsage(status: number, text: Buffer): TokenUsage {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text.toString('utf8'));
+    } catch {
+      throw new GatewayError(3003, `The provider's answer (HTTP ${status}) is not JSON.`);
+    }
+    this.completionId = completionIdOf(parsed);
+    this.usage = this.reported(parsed) ?? estimatedUsage(this.body, Math.ceil(text.length / 4));
+    return this.usage;
+  }
+
+  /** A stream's usage: its usage event's, else estimated from the events relayed. */
+  streamUsage(tap: SseTap): TokenUsage {
+    return this.reported(tap.usageEvent) ?? estimatedUsage(this.body, tap.events);
+  }
+
+  private reported(answer: unknown): TokenUsage | undefined {
+    const usage = reportedUsage(this.route, answer);
+    if (usage) this.completionId = completionIdOf(answer) ?? this.completionId;
+    return usage;
+  }
+
+  /** The exchange is over: charge its usage (exactly once: the HTTP side calls this once). */
+  async charge(usage: TokenUsage | undefined): Promise<void> {
+    const u = usage ?? this.usage;
+    this.usage = u;
+    if (!u || !this.route.pricer || !this.price || !this.auth) return;
+    const { ref, milli, note } = usageCharge(this.route, this.price, this.model, u, this.completionId, this.trace.traceparent);
+    this.charged = milli;
+    try {
+      await this.service.billing.charge(this.auth.tenantId, ref, milli, note);
+    } catch (err) {
+      // The answer is out; the charge must not be lost silently: this line is the reconciliation record.
+      this.service.logger.error({ err, trace_id: this.trace.traceId, tenant_id: this.auth.tenantId, ref, milli, note }, 'usage charge failed');
+    }
+  }
+
+  /** The upstream metrics of the call, once it is over (`code`: the problem answered, if any). */
+  observe(code: number | undefined, streamed: boolean): void {
+    const ex = this.exchange;
+    if (!ex?.tDispatch) return;
+    const vendor = this.route.vendor;
+    upstreamRequests.inc({ vendor, stage: 'proxy', status_class: ex.upstreamStatus ? statusClass(ex.upstreamStatus) : 'error' });
+    upstreamDuration.observe({ vendor, stage: 'proxy' }, (performance.now() - ex.tDispatch) / 1000);
+    if (streamed) upstreamTtfb.observe({ vendor }, (ex.tHeaders - ex.tDispatch) / 1000);
+    if (code !== undefined && code >= 3000 && code < 4000) upstreamErrors.inc({ vendor, stage: 'proxy', code: String(code) });
+  }
+}

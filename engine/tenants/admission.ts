@@ -1,0 +1,67 @@
+// Admission: the one step every data-plane request passes before its service does any work,
+// whatever the route's kind (async create / read / cancel, sync and stream proxy, model lists):
+//   caller  the API key (401), its scope for the vendor and action (403)
+//   limits  request rates (429 / 1004, Retry-After); for a priced proxy request also the daily
+//           spend (1005) and the funds (402 / 1003), asked together: one round trip to the
+//           stores, not three (they matter with Redis); the first refusal in this order answers.
+// A proxied completion learns its model (the rates' model scope) only from its validated body, so
+// it asks for the caller first and the limits after validation; the others ask for both at once.
+import type { RequestIdentity } from '../limits/service.ts';
+import type { AuthContext } from './auth-context.ts';
+import { requireScope } from './auth-context.ts';
+
+/** What admission asks of the limits (LimitsService satisfies it). */
+export interface RequestLimits {
+  /** Count one request; GatewayError 1004 (429, Retry-After) over a rate limit. */
+  checkRequest(who: RequestIdentity): Promise<void>;
+  /** GatewayError 1005 (429) when the tenant's daily spend limit is reached. */
+  checkSpend(tenantId: string): Promise<void>;
+}
+
+/** What admission asks of billing (BillingService satisfies it). */
+export interface Funds {
+  /** GatewayError 1003 (402) unless the tenant has available credits. */
+  ensureCanSpend(tenantId: string): Promise<void>;
+}
+
+export interface AdmissionDeps {
+  tenants: { authenticate(authorization: string | undefined): Promise<AuthContext> };
+  limits: RequestLimits;
+  funds: Funds;
+}
+
+/** Where admission notes the caller as soon as it is known (the access line names the tenant of a 403 too). */
+export interface Seen {
+  tenantId?: string;
+}
+
+export class Admission {
+  private readonly d: AdmissionDeps;
+
+  constructor(deps: AdmissionDeps) {
+    this.d = deps;
+  }
+
+  /** The caller and its scope; then its limits (see the header). */
+  async admit(authorization: string | undefined, vendor: string, action: 'create' | 'read', seen: Seen, limits: { model?: string; priced?: boolean } = {}): Promise<AuthContext> {
+    const auth = await this.caller(authorization, vendor, action, seen);
+    await this.limits(auth, limits);
+    return auth;
+  }
+
+  /** The API key (401) and its scope for `vendor`:`action` (403). */
+  async caller(authorization: string | undefined, vendor: string, action: 'create' | 'read', seen: Seen): Promise<AuthContext> {
+    const auth = await this.d.tenants.authenticate(authorization);
+    seen.tenantId = auth.tenantId;
+    requireScope(auth, vendor, action);
+    return auth;
+  }
+
+  /** Request rates (`model`: the model scope); for a priced request, the daily spend and the funds too. */
+  async limits(auth: AuthContext, opts: { model?: string; priced?: boolean }): Promise<void> {
+    const request = this.d.limits.checkRequest({ tenantId: auth.tenantId, keyId: auth.keyId, model: opts.model });
+    if (!opts.priced) return request;
+    const checks = [request, this.d.limits.checkSpend(auth.tenantId), this.d.funds.ensureCanSpend(auth.tenantId)];
+    for (const r of await Promise.allSettled(checks)) if (r.status === 'rejected') throw r.reason;
+  }
+}
