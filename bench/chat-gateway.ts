@@ -1,20 +1,18 @@
 // The gateway under benchmark, run as a child process by bench/chat.ts (pinned to one core):
 // the full path — auth, validation, rate limits, billing, access log (info, to /dev/null) —
 // with provider_c's upstream at UPSTREAM_URL and every other vendor switched off.
-import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadConfigText } from '../engine/load-config.ts';
 import { startGateway, type ChatPorts } from '../engine/gateway.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const others = readdirSync(`${ROOT}vendors`).filter((f) => f.endsWith('.yaml') && f !== 'provider_c.yaml').map((f) => f.slice(0, -5));
 const big = { per_second: 1_000_000_000, per_minute: 1_000_000_000, per_day: 1_000_000_000 };
 const config = loadConfigText(`
 server: { host: 127.0.0.1, port: 0 }
 metrics: { port: 0 }
 sandbox: { enabled: false }
 log: { level: info }
-vendors: { dir: vendors, disabled: ${JSON.stringify(others)} }
+vendors: { dir: vendors, enabled: [provider_c] }
 limits: ${JSON.stringify({ rate: { key: big, tenant: big, model: big }, daily_spend_credits: '1000000000.00' })}
 upstreams: { provider_c: { base_url: "${process.env.UPSTREAM_URL}", credentials: { api_key: sk-bench } } }
 `, ROOT, { env: {} });

@@ -3,15 +3,12 @@
 // (pool | inline) says where large bodies are parsed and their media checked. Over IPC it
 // reports its URL and API key, and measures its own event-loop delay and CPU time on request.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadConfigText } from '../engine/load-config.ts';
 import { startGateway } from '../engine/gateway.ts';
 import { NO_LIMITS } from '../test/helpers/gateway.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const keep = ['provider_a.yaml', 'provider_d.yaml'];
-const others = readdirSync(`${ROOT}vendors`).filter((f) => f.endsWith('.yaml') && !keep.includes(f)).map((f) => f.slice(0, -5));
 const up = process.env.UPSTREAM_URL!;
 const config = loadConfigText(`
 server: { host: 127.0.0.1, port: 0 }
@@ -20,7 +17,7 @@ store: ${process.env.BENCH_REDIS_URL ? `{ kind: redis, redis_url: "${process.env
 sandbox: { enabled: false }
 log: { level: ${process.env.BENCH_LOG_LEVEL ?? 'warn'} }
 timing: { scale: ${process.env.BENCH_TIMING_SCALE ?? 1} }
-vendors: { dir: vendors, disabled: ${JSON.stringify(others)} }
+vendors: { dir: vendors, enabled: [provider_a, provider_d] }
 ${NO_LIMITS}
 upstreams:
   provider_a: { base_url: "${up}", credentials: { api_key: bench }, timeout_ms: 120000 }
