@@ -21,8 +21,7 @@ upstreams: { provider_c: { base_url: "${process.env.UPSTREAM_URL}", credentials:
 let core = false;
 const chatPorts = (real: ChatPorts): ChatPorts => ({
   limits: { checkRequest: (who) => (core ? Promise.resolve() : real.limits.checkRequest(who)), checkSpend: (t) => (core ? Promise.resolve() : real.limits.checkSpend(t)) },
-  funds: { ensureCanSpend: (t) => (core ? Promise.resolve() : real.funds.ensureCanSpend(t)) },
-  billing: { charge: (...a) => (core ? Promise.resolve(undefined) : real.billing.charge(...a)) },
+  billing: { reserve: (t, r, milli, n) => (core ? Promise.resolve(milli) : real.billing.reserve(t, r, milli, n)), close: (...a) => (core ? Promise.resolve() : real.billing.close(...a)) },
 });
 const gw = await startGateway(config, { chatPorts });
 const tenant = await gw.tenants.createTenant({ name: 'bench' });

@@ -21,13 +21,14 @@ import { createStores, type Role, type Stores } from './stores.ts';
 import { ProxyHandler } from './http/proxy-handler.ts';
 import { ProxyService } from './proxy/requests.ts';
 import type { ProxyBilling } from './proxy/ports.ts';
-import { Admission, type Funds, type RequestLimits } from './tenants/admission.ts';
+import { Admission, type RequestLimits } from './tenants/admission.ts';
 import { SandboxSimulator } from './sandbox/simulator.ts';
 import { resolveBillingConfig, type BillingConfigInput } from './billing/config.ts';
 import { LowBalanceMonitor } from './billing/low-balance.ts';
 import { creditsToMilli } from './util/money.ts';
 import { BilledTaskAccounting } from './billing/task-accounting.ts';
 import { BillingService } from './billing/service.ts';
+import { RequestCharges } from './billing/request-charges.ts';
 import { mountAdminBillingRoutes, tenantBillingRouter } from './http/billing-routes.ts';
 import { IdempotencyService } from './idempotency/service.ts';
 import type { LimitsConfigInput } from './limits/config.ts';
@@ -69,14 +70,13 @@ export interface GatewayOptions {
   role?: Role;
   /** /readyz's check beyond this process: the other workers of `serve --workers` (engine/cluster). */
   siblingsReady?: () => Promise<GatewayError | undefined>;
-  /** Benchmarks only (bench/chat-gateway.ts): stand-ins for the chat path's limits, funds and billing, given the real ones. */
+  /** Benchmarks only (bench/chat-gateway.ts): stand-ins for the chat path's limits and billing, given the real ones. */
   chatPorts?: (real: ChatPorts) => ChatPorts;
 }
 
-/** What the chat path asks of limits, funds and billing. */
+/** What the chat path asks of limits and billing (its hold is its funds check). */
 export interface ChatPorts {
   limits: RequestLimits;
-  funds: Funds;
   billing: ProxyBilling;
 }
 
@@ -210,8 +210,9 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   const taskConsole = new TaskConsole(tasks, async (tenantId, id) => (await webhooks.deliveries.listForEvent(tenantId, id, { limit: 100 })).data);
   // Proxied routes (chat completions, model lists), served by the data plane.
   // Benchmarks may stand in for what the chat path asks of limits and billing (opts.chatPorts).
-  const ports = opts.chatPorts?.({ limits, funds: billing, billing }) ?? { limits, funds: billing, billing };
-  const admission = new Admission({ tenants, limits: ports.limits, funds: ports.funds });
+  const requestCharges = new RequestCharges(billing, logger);
+  const ports = opts.chatPorts?.({ limits, billing: requestCharges }) ?? { limits, billing: requestCharges };
+  const admission = new Admission({ tenants, limits: ports.limits });
   const accessLog = accessLogger(logger);
   const proxy = new ProxyHandler({ service: new ProxyService(vendors, { admission, billing: ports.billing, logger }), logger, accessLog });
   // Readiness (GET /readyz): not while draining, nor while the store or the job queue is away.
@@ -330,7 +331,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       unscrape();
       metrics?.server.close();
       metrics?.server.closeAllConnections();
-      await lifecycle.flushWithdrawals(CUT_WAIT_MS);
+      await Promise.all([lifecycle.flushWithdrawals(CUT_WAIT_MS), requestCharges.flush(CUT_WAIT_MS)]);
       await stores.close(0);
       await webhooks.close();
       await sandbox?.close();

@@ -162,6 +162,50 @@ export class BillingService {
     return outcome(ref, r);
   }
 
+  /**
+   * A request's hold before its provider is called (chat): up to `milli` of what is available,
+   * once per ref; 1003 (402) when nothing is available. No spend is reserved: the request's
+   * spend is recorded when it is settled (settleUsage). Returns the amount held.
+   */
+  async holdUpTo(tenantId: string, ref: string, milli: Milli, note = ''): Promise<Milli> {
+    assertMilli(milli, 'hold', { nonNegative: true });
+    const r = await this.store.hold(tenantId, ref, milli, note, this.now(), { upTo: true });
+    if (r.status === 'insufficient') {
+      fundsRefusals.inc();
+      throw new GatewayError(1003, 'Insufficient balance: the wallet has no available credits.');
+    }
+    const hold = r.hold as HoldRecord;
+    if (r.status !== 'duplicate') countCredits('held', hold.amount);
+    return hold.amount;
+  }
+
+  /**
+   * Settle a request's usage (`milli`) against its hold (holdUpTo): the held part is settled and
+   * the rest of the hold released; usage beyond what the hold covered is charged as `<ref>+`
+   * (post-paid: it may take the balance below zero). Each step is once per ref, so a repeat of
+   * the whole call (a retry after the store refused part of it) charges nothing twice.
+   */
+  async settleUsage(tenantId: string, ref: string, milli: Milli, note = ''): Promise<void> {
+    assertMilli(milli, 'settlement', { nonNegative: true });
+    const r = await this.store.settle(tenantId, ref, milli, note, this.now());
+    const hold = r.hold;
+    if (r.status === 'closed' && hold) {
+      countCredits('settled', hold.settled);
+      countCredits('released', hold.released);
+      await this.spend?.recordSpend(tenantId, hold.settled);
+      await this.lowBalance?.afterSettlement(tenantId, r.wallet);
+    }
+    // A hold released by someone else (the orphan sweep) covered nothing of this usage.
+    const covered = hold?.state === 'settled' ? hold.settled : 0;
+    if (milli > covered) await this.charge(tenantId, `${ref}+`, milli - covered, `${note} (beyond the hold)`);
+  }
+
+  /** Release a request's hold (holdUpTo) when its exchange served nothing billable. Once per ref. */
+  async releaseHold(tenantId: string, ref: string, note = ''): Promise<void> {
+    const r = await this.store.release(tenantId, ref, note, this.now());
+    if (r.status === 'closed' && r.hold) countCredits('released', r.hold.released);
+  }
+
   /** For synchronous (post-paid) calls: refuse with 1003 unless the available balance is > 0. */
   async ensureCanSpend(tenantId: string): Promise<void> {
     const w = await this.store.get(tenantId);

@@ -65,6 +65,11 @@ export interface HoldRecord {
   charge: boolean;
 }
 
+export interface HoldOptions {
+  /** Hold what is available up to `amount` (a request's reservation before its usage is known). */
+  upTo?: boolean;
+}
+
 export interface HoldResult {
   status: 'held' | 'duplicate' | 'insufficient';
   /** The hold (the first one for a duplicate); absent when insufficient. */
@@ -134,8 +139,11 @@ export interface WalletStore {
   get(tenantId: string): Promise<WalletRecord>;
   /** Add a top-up (amount > 0) or an adjustment (amount != 0). Idempotent per (kind, ref). */
   credit(tenantId: string, kind: 'topup' | 'adjustment', ref: string, amount: Milli, note: string, at: string): Promise<CreditResult>;
-  /** Hold `amount` for `ref` iff amount <= available (amount 0 always holds). One hold per ref. */
-  hold(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<HoldResult>;
+  /**
+   * Hold `amount` for `ref` iff amount <= available (amount 0 always holds). One hold per ref.
+   * With `upTo`, hold min(amount, available) instead, refused only when nothing is available.
+   */
+  hold(tenantId: string, ref: string, amount: Milli, note: string, at: string, opts?: HoldOptions): Promise<HoldResult>;
   /** Settle min(actual, held) of the open hold `ref` and release the rest. Exactly once per ref. */
   settle(tenantId: string, ref: string, actual: Milli, note: string, at: string): Promise<CloseResult>;
   /** Release the open hold `ref` entirely. Exactly once per ref (a settled ref is not released). */

@@ -9,6 +9,7 @@ import type { AsyncRoutePlan } from '../descriptors/compile.ts';
 import type { TaskAccounting } from '../tasks/accounting.ts';
 import type { TaskStore } from '../tasks/store.ts';
 import type { Clock } from '../util/clock.ts';
+import { isUuid } from '../util/ids.ts';
 import type { TaskRecord } from '../tasks/task.ts';
 import type { BillingService } from './service.ts';
 
@@ -18,6 +19,9 @@ export interface TaskSlots {
   acquireTask(tenantId: string, taskId: string): Promise<void>;
   releaseTask(tenantId: string, taskId: string): Promise<unknown>;
 }
+
+/** How long a proxied request's hold may stay open before the sweep takes its process for dead. */
+export const REQUEST_HOLD_MAX_MS = 3_600_000;
 
 export interface OrphanCheckDeps {
   tasks: TaskStore;
@@ -61,9 +65,20 @@ export class BilledTaskAccounting implements TaskAccounting {
   async releaseOrphans(olderThanMs: number): Promise<number> {
     const cutoff = this.orphans.clock.now() - olderThanMs;
     let released = 0;
+    const requestCutoff = this.orphans.clock.now() - Math.max(olderThanMs, REQUEST_HOLD_MAX_MS);
     for (const tenantId of await this.orphans.tenantIds()) {
       for (const hold of await this.billing.openHolds(tenantId)) {
-        if (Date.parse(hold.at) > cutoff || (await this.orphans.tasks.get(hold.ref))) continue;
+        const at = Date.parse(hold.at);
+        if (!isUuid(hold.ref)) {
+          // A proxied request's hold (chat: not a task id). Its request may still be streaming;
+          // one left open this long lost its process before it was settled: released, as a
+          // request whose process died is taken as not served.
+          if (at > requestCutoff) continue;
+          await this.billing.releaseHold(tenantId, hold.ref, 'orphaned: the request\'s process stopped before its charge');
+          released++;
+          continue;
+        }
+        if (at > cutoff || (await this.orphans.tasks.get(hold.ref))) continue;
         await this.billing.release(tenantId, hold.ref, 'orphaned: the task was never stored');
         await this.limits.releaseTask(tenantId, hold.ref);
         released++;

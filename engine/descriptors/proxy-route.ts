@@ -47,6 +47,8 @@ export interface ProxyRoutePlan {
   readonly stream?: { readonly flag: Getter; readonly usageOption?: string; readonly usageOptionValue?: Getter };
   readonly usage?: { readonly key: string; readonly input: Getter; readonly output: Getter; readonly cachedInput?: Getter };
   readonly pricer?: TokenPricer;
+  /** With a pricer: what sizes the credit hold written before the upstream call (engine/proxy/hold.ts). */
+  readonly hold?: { readonly maxTokens: readonly Getter[]; readonly choices: Getter; readonly defaultOutputTokens: number };
   readonly dropMedia?: {
     readonly walk: ReturnType<typeof compileItemsWalker>;
     readonly url: Getter;
@@ -62,6 +64,8 @@ export interface ProxyRoutePlan {
 }
 
 const DEFAULT_MAX_BODY = 1024 * 1024;
+/** Output tokens held for a priced request that names no bound (descriptor proxy.hold.default_output_tokens). */
+export const DEFAULT_HOLD_OUTPUT_TOKENS = 4096;
 
 /** One pool member as a proxied route reaches it. */
 export interface ProxyTarget {
@@ -93,6 +97,7 @@ export function compileProxyRoute(vc: VendorCompileContext, r: RouteSpec, p: str
   if (r.kind === 'stream' && !px.stream) at(`${p}/proxy`, 'a stream route needs proxy.stream (the body field that asks for SSE)');
   if (r.kind === 'sync' && px.stream) at(`${p}/proxy/stream`, 'only a kind: stream route streams');
   if (px.token_prices && !px.usage) at(`${p}/proxy`, 'token_prices need proxy.usage (where the token counts are)');
+  if (px.hold && !px.token_prices) at(`${p}/proxy/hold`, 'a hold needs proxy.token_prices (what the held tokens cost)');
   if (px.list && r.method !== 'GET') at(`${p}/proxy/list`, 'a list route is a GET');
   if (!px.list && r.method === 'GET') at(`${p}/proxy`, 'a GET proxy route needs proxy.list');
 
@@ -159,6 +164,13 @@ export function compileProxyRoute(vc: VendorCompileContext, r: RouteSpec, p: str
         })
       : undefined,
     pricer: px.token_prices ? compileTokenPrices(px.token_prices, creditsPerUsd) : undefined,
+    hold: px.token_prices
+      ? Object.freeze({
+          maxTokens: Object.freeze((px.hold?.max_tokens ?? ['max_completion_tokens', 'max_tokens']).map(compileGetter)),
+          choices: compileGetter(px.hold?.choices ?? 'n'),
+          defaultOutputTokens: px.hold?.default_output_tokens ?? DEFAULT_HOLD_OUTPUT_TOKENS,
+        })
+      : undefined,
     dropMedia: px.drop_inline_media
       ? Object.freeze({
           walk: compileItemsWalker(px.drop_inline_media.items),

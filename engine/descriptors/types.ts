@@ -64,6 +64,7 @@ export interface ProxySpec {
   stream?: { flag: string; usage_option?: string };
   usage?: { input: string; output: string; cached_input?: string };
   token_prices?: { models: Record<string, TokenPriceSpec>; default?: TokenPriceSpec };
+  hold?: { max_tokens?: string[]; choices?: string; default_output_tokens?: number };
   drop_inline_media?: { items: string; url: string; max_bytes: number };
   error_object?: string;
   pass_headers?: string[];

@@ -80,6 +80,8 @@ class ProxiedRequest implements StreamSink {
     } catch (err) {
       this.fail(err);
     }
+    // Whatever happened after the hold (answered, refused, failed upstream): settle or release it.
+    await this.call.charge();
     this.log();
   }
 
@@ -93,12 +95,7 @@ class ProxiedRequest implements StreamSink {
       return;
     }
     const end = await call.send(out, streaming, this, () => this.clientGone || this.streamed);
-    let usage: TokenUsage | undefined;
-    try {
-      usage = await this.answer(end);
-    } finally {
-      await call.charge(usage);
-    }
+    call.usage = await this.answer(end);
   }
 
   private async list(): Promise<void> {

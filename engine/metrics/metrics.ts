@@ -133,6 +133,12 @@ export const sweepRedrives = new client.Counter({
   help: 'Tasks the safety sweep had to re-drive or finish (a lost timer, a process killed mid-task).',
   registers,
 });
+export const submissionsUnknown = new client.Counter({
+  name: 'gateway_task_submissions_unknown_total',
+  help: 'Submissions whose outcome was unknown (their process died between sending the task and recording the provider\'s answer), by vendor, route and what was done: redriven (the provider dedupes by the declared idempotency header) or failed (4010; the provider may have taken, and may bill, the task).',
+  labelNames: ['vendor', 'route', 'action'] as const,
+  registers,
+});
 
 // ---- Billing and limits ---------------------------------------------------------------------
 export const credits = new client.Counter({
@@ -144,6 +150,12 @@ export const credits = new client.Counter({
 export const fundsRefusals = new client.Counter({
   name: 'gateway_billing_refusals_total',
   help: 'Requests refused for insufficient funds (402, code 1003).',
+  registers,
+});
+export const chargeWriteFailures = new client.Counter({
+  name: 'gateway_charge_write_failures_total',
+  help: 'Writes of a request\'s charge the store refused, by step: hold (before the upstream: the request was answered 503, nothing served), settle and release (after the answer: retried until the store takes them).',
+  labelNames: ['step'] as const,
   registers,
 });
 export const limitRefusals = new client.Counter({

@@ -8,7 +8,11 @@
 //   send     the exchange (./exchange.ts) on the vendor's pool: UpstreamPool.call fails over to
 //            the next member while nothing has reached the client
 //   usage    what the answer or the stream reported (else an estimate)
-//   charge   the usage, once, post-paid; a charge that fails is logged for reconciliation
+//   hold     with the funds check: the request's largest possible charge, held before the
+//            upstream (docs/decisions.md, "No answer without its charge"); a hold the store
+//            cannot write is a fast 503, the provider is not called
+//   charge   the usage, settled once against the hold (or the hold released); a settlement the
+//            store refuses is made again until written (engine/billing/request-charges.ts)
 // Route plans are compiled at start-up: the hot path does no descriptor work.
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
@@ -27,7 +31,8 @@ import { UpstreamExchange, type ExchangeEnd, type StreamSink } from './exchange.
 import { ListCache } from './model-list.ts';
 import type { ProxyBilling } from './ports.ts';
 import type { SseTap } from './sse-tap.ts';
-import { completionIdOf, estimatedUsage, reportedUsage, usageCharge } from './usage.ts';
+import { holdFor } from './hold.ts';
+import { chargeRef, completionIdOf, estimatedUsage, reportedUsage, usageCharge } from './usage.ts';
 
 export interface ProxyServiceDeps {
   admission: Admission;
@@ -103,6 +108,8 @@ export class ProxyCall {
   private body: Record<string, unknown> | undefined;
   private price: ModelPrice | undefined;
   private completionId: string | undefined;
+  /** The ref of the hold written before the upstream call (priced routes), until it is closed. */
+  private holdRef: string | undefined;
 
   constructor(service: ProxyService, route: ProxyRoutePlan, trace: CallTrace) {
     this.service = service;
@@ -132,7 +139,8 @@ export class ProxyCall {
       }
     }
     // The model scope of rate limits: `<vendor>/<model>` (async routes use `<vendor>/<route id>`).
-    await this.service.admission.limits(this.auth!, { model: this.model === undefined ? undefined : `${route.vendor}/${this.model}`, priced: !!route.pricer });
+    // A priced request's funds check is its hold (see the header).
+    await this.service.admission.limits(this.auth!, { model: this.model === undefined ? undefined : `${route.vendor}/${this.model}`, hold: route.pricer ? () => this.hold(body) : undefined });
     const streaming = route.stream !== undefined && route.stream.flag(body) === true;
     const needUsage = streaming && route.stream!.usageOption !== undefined && route.stream!.usageOptionValue!(body) !== true;
     const needDrop = route.dropMedia !== undefined && raw.length > route.dropMedia.minBodyBytes;
@@ -188,19 +196,30 @@ export class ProxyCall {
     return usage;
   }
 
-  /** The exchange is over: charge its usage (exactly once: the HTTP side calls this once). */
-  async charge(usage: TokenUsage | undefined): Promise<void> {
-    const u = usage ?? this.usage;
-    this.usage = u;
-    if (!u || !this.route.pricer || !this.price || !this.auth) return;
-    const { ref, milli, note } = usageCharge(this.route, this.price, this.model, u, this.completionId, this.trace.traceparent);
+  /**
+   * Before the upstream: hold the request's largest possible charge (./hold.ts). A hold the store
+   * cannot write refuses the request with 503 / 4003, and the provider is not called.
+   */
+  private async hold(body: Record<string, unknown>): Promise<void> {
+    const ref = chargeRef(this.route, this.trace.traceparent);
+    await this.service.billing.reserve(this.auth!.tenantId, ref, holdFor(this.route, this.price!, body), `${this.model}: held before the upstream call`);
+    this.holdRef = ref;
+  }
+
+  /**
+   * The request is over (answered, refused or failed): settle its usage against its hold, or
+   * release the hold when nothing billable was served. Exactly once: the HTTP side calls this
+   * once. A write the store refuses is not lost (ProxyBilling.close makes it again).
+   */
+  async charge(): Promise<void> {
+    const ref = this.holdRef;
+    if (!ref) return;
+    this.holdRef = undefined;
+    const tenantId = this.auth!.tenantId;
+    if (!this.usage) return this.service.billing.close(tenantId, ref, undefined, `${this.model}: nothing served`);
+    const { milli, note } = usageCharge(this.route, this.price!, this.model, this.usage, this.completionId, this.trace.traceparent);
     this.charged = milli;
-    try {
-      await this.service.billing.charge(this.auth.tenantId, ref, milli, note);
-    } catch (err) {
-      // The answer is out; the charge must not be lost silently: this line is the reconciliation record.
-      this.service.logger.error({ err, trace_id: this.trace.traceId, tenant_id: this.auth.tenantId, ref, milli, note }, 'usage charge failed');
-    }
+    await this.service.billing.close(tenantId, ref, milli, note);
   }
 
   /** The upstream metrics of the call, once it is over (`code`: the problem answered, if any). */

@@ -45,10 +45,15 @@ export interface UsageCharge {
   note: string;
 }
 
-/** The post-paid charge of one completion (ProxyBilling.charge takes it). */
+/** The ref of a request's hold and charge: its route and its trace and span ids (once per request). */
+export function chargeRef(route: ProxyRoutePlan, traceparent: string): string {
+  return `${route.key}:${traceparent.slice(3, 52)}`;
+}
+
+/** The charge of one completion, settled against its hold (ProxyBilling.close takes it). */
 export function usageCharge(route: ProxyRoutePlan, price: ModelPrice, model: string | undefined, u: TokenUsage, completionId: string | undefined, traceparent: string): UsageCharge {
   return {
-    ref: `${route.key}:${traceparent.slice(3, 52)}`,
+    ref: chargeRef(route, traceparent),
     milli: route.pricer!.cost(price, u),
     note: `${model} ${u.input} in (${u.cachedInput} cached) ${u.output} out${u.estimated ? ' (estimated)' : ''}${completionId ? ` ${completionId}` : ''}`,
   };

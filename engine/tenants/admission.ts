@@ -2,8 +2,9 @@
 // whatever the route's kind (async create / read / cancel, sync and stream proxy, model lists):
 //   caller  the API key (401), its scope for the vendor and action (403)
 //   limits  request rates (429 / 1004, Retry-After); for a priced proxy request also the daily
-//           spend (1005) and the funds (402 / 1003), asked together: one round trip to the
-//           stores, not three (they matter with Redis); the first refusal in this order answers.
+//           spend (1005) and its hold (the funds: 402 / 1003; a store that cannot write it:
+//           503 / 4003), asked together: one round trip to the stores, not three (they matter
+//           with Redis); the first refusal in this order answers.
 // A proxied completion learns its model (the rates' model scope) only from its validated body, so
 // it asks for the caller first and the limits after validation; the others ask for both at once.
 import type { RequestIdentity } from '../limits/service.ts';
@@ -18,16 +19,9 @@ export interface RequestLimits {
   checkSpend(tenantId: string): Promise<void>;
 }
 
-/** What admission asks of billing (BillingService satisfies it). */
-export interface Funds {
-  /** GatewayError 1003 (402) unless the tenant has available credits. */
-  ensureCanSpend(tenantId: string): Promise<void>;
-}
-
 export interface AdmissionDeps {
   tenants: { authenticate(authorization: string | undefined): Promise<AuthContext> };
   limits: RequestLimits;
-  funds: Funds;
 }
 
 /** Where admission notes the caller as soon as it is known (the access line names the tenant of a 403 too). */
@@ -43,7 +37,7 @@ export class Admission {
   }
 
   /** The caller and its scope; then its limits (see the header). */
-  async admit(authorization: string | undefined, vendor: string, action: 'create' | 'read', seen: Seen, limits: { model?: string; priced?: boolean } = {}): Promise<AuthContext> {
+  async admit(authorization: string | undefined, vendor: string, action: 'create' | 'read', seen: Seen, limits: { model?: string } = {}): Promise<AuthContext> {
     const auth = await this.caller(authorization, vendor, action, seen);
     await this.limits(auth, limits);
     return auth;
@@ -57,11 +51,15 @@ export class Admission {
     return auth;
   }
 
-  /** Request rates (`model`: the model scope); for a priced request, the daily spend and the funds too. */
-  async limits(auth: AuthContext, opts: { model?: string; priced?: boolean }): Promise<void> {
+  /**
+   * Request rates (`model`: the model scope); for a priced request (`hold`: the hold of its
+   * charge, the funds check) the daily spend and the hold too. A hold written when another check
+   * refuses is the caller's to release.
+   */
+  async limits(auth: AuthContext, opts: { model?: string; hold?: () => Promise<void> }): Promise<void> {
     const request = this.d.limits.checkRequest({ tenantId: auth.tenantId, keyId: auth.keyId, model: opts.model });
-    if (!opts.priced) return request;
-    const checks = [request, this.d.limits.checkSpend(auth.tenantId), this.d.funds.ensureCanSpend(auth.tenantId)];
+    if (!opts.hold) return request;
+    const checks = [request, this.d.limits.checkSpend(auth.tenantId), opts.hold()];
     for (const r of await Promise.allSettled(checks)) if (r.status === 'rejected') throw r.reason;
   }
 }

@@ -13,7 +13,7 @@ import { call } from '../helpers/gateway.ts';
 import { testPki } from '../webhooks/support/pki.ts';
 import { Receiver } from '../webhooks/support/receiver.ts';
 import { countingImageToolUpstream, type CountingUpstream } from './image-tool-upstream.ts';
-import { admin, freePort, spawnGateway, tenantWithKey, writeConfig } from './support.ts';
+import { freePort, ledger, spawnGateway, tenantWithKey, writeConfig } from './support.ts';
 
 const IMAGES = '/vendors/provider_b/v1/tob/diffusion';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -95,14 +95,8 @@ describe('redis mode: crashes lose nothing that was accepted', function () {
       expect([...states.values()].every((s) => s === 'completed'), JSON.stringify([...states])).to.equal(true);
 
       // Billing: one hold and one settlement per accepted task; the ledger balances, nothing is held.
-      const ledger: Array<{ ref: string; kind: string }> = [];
-      for (let cursor: string | null = null; ; ) {
-        const page: { data: Array<{ ref: string; kind: string }>; next_cursor: string | null } = await admin(b.url, 'GET', `/tenants/${tenantId}/wallet/ledger?limit=200${cursor ? `&cursor=${cursor}` : ''}`);
-        ledger.push(...page.data);
-        if (!page.next_cursor) break;
-        cursor = page.next_cursor;
-      }
-      for (const id of accepted) expect(ledger.filter((e) => e.ref === id).map((e) => e.kind).sort(), id).to.deep.equal(['hold', 'settle']);
+      const lines = await ledger(b.url, tenantId);
+      for (const id of accepted) expect(lines.filter((e) => e.ref === id).map((e) => e.kind).sort(), id).to.deep.equal(['hold', 'settle']);
       const billing = new BillingService({ store: new RedisWalletStore({ client: redis.client(), prefix: 'cr:' }) });
       for (const deadline = Date.now() + 30_000; (await billing.getWallet(tenantId)).held !== 0; ) {
         if (Date.now() > deadline) throw new Error('holds of unaccepted tasks were never released');

@@ -25,6 +25,8 @@ export interface ConfigOptions {
   modelAUrl?: string;
   /** Chat (provider_c) too, proxied to this upstream. */
   chatUrl?: string;
+  /** The API key provider_c's upstream expects (default mp-secret). */
+  chatKey?: string;
   /** server.shutdown_grace_ms (default 2000). */
   graceMs?: number;
 }
@@ -45,7 +47,7 @@ vendors: { dir: ${JSON.stringify(join(ROOT, 'vendors'))}, enabled: ${JSON.string
 upstreams:
   provider_b: ${o.members ? `{ timeout_ms: 5000, members: ${JSON.stringify(o.members.map((m) => ({ id: m.id, base_url: m.url, credentials: { api_key: 'mp-secret' } })))}, breaker: { failures: 3, cooldown_ms: 600000 } }` : `{ base_url: "${o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }`}
   provider_a: { base_url: "${o.modelAUrl ?? o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }
-${o.chatUrl ? `  provider_c: { base_url: "${o.chatUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }\n` : ''}${NO_LIMITS}
+${o.chatUrl ? `  provider_c: { base_url: "${o.chatUrl}", credentials: { api_key: ${o.chatKey ?? 'mp-secret'} }, timeout_ms: 5000 }\n` : ''}${NO_LIMITS}
 metrics: { port: 0 }
 webhooks: { allow_private_cidrs: ["127.0.0.1/32"], ca_pem: ${JSON.stringify(o.caPem ? [o.caPem] : [])} }
 `);
@@ -115,4 +117,21 @@ export async function tenantWithKey(base: string, credits = '100000.00'): Promis
   const k = await admin(base, 'POST', `/tenants/${t.id}/keys`, {});
   await admin(base, 'POST', `/tenants/${t.id}/wallet/topups`, { credits });
   return { tenantId: t.id, key: k.key };
+}
+
+export interface LedgerLine {
+  ref: string;
+  kind: string;
+  amount_milli: number;
+}
+
+/** A tenant's whole ledger (every page), newest first, through the admin API. */
+export async function ledger(base: string, tenantId: string): Promise<LedgerLine[]> {
+  const out: LedgerLine[] = [];
+  for (let cursor: string | null = null; ; ) {
+    const page: { data: LedgerLine[]; next_cursor: string | null } = await admin(base, 'GET', `/tenants/${tenantId}/wallet/ledger?limit=200${cursor ? `&cursor=${cursor}` : ''}`);
+    out.push(...page.data);
+    if (!page.next_cursor) return out;
+    cursor = page.next_cursor;
+  }
 }

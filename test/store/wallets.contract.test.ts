@@ -147,6 +147,22 @@ forEachBackend('WalletStore contract', (env) => {
       expect(hold).to.deep.equal({ ref: 'req_1', amount: credits(3), state: 'settled', settled: credits(3), released: 0, at: AT, charge: true });
     });
 
+    it('a request hold takes what is available up to its size; its usage settles against it, the excess charged once as <ref>+', async () => {
+      await r.billing.topUp(T, credits(5), 'pay_1');
+      expect(await r.billing.holdUpTo(T, 'chat_1', credits(3), 'chat')).to.equal(credits(3));
+      expect(await r2.billing.holdUpTo(T, 'chat_1', credits(3), 'chat')).to.equal(credits(3)); // once per ref
+      expect(await r.billing.holdUpTo(T, 'chat_2', credits(4), 'chat')).to.equal(credits(2)); // what is left
+      expect((await rejection(r.billing.holdUpTo(T, 'chat_3', credits(1), 'chat'))).code).to.equal(1003); // nothing left
+      await r.billing.settleUsage(T, 'chat_1', credits(1), 'chat_1 usage');
+      await r.billing.settleUsage(T, 'chat_2', credits(3), 'chat_2 usage'); // beyond its hold of 2
+      await r2.billing.settleUsage(T, 'chat_2', credits(3), 'chat_2 usage'); // a repeat charges nothing
+      await r.billing.releaseHold(T, 'chat_3');
+      expect(await r.billing.getWallet(T)).to.include({ balance: credits(1), held: 0 });
+      const lines = (await r.billing.listLedger(T)).entries.reverse().map((e) => `${e.kind} ${e.ref} ${e.amount}`);
+      expect(lines).to.deep.equal(['topup pay_1 5000', 'hold chat_1 3000', 'hold chat_2 2000', 'settle chat_1 1000', 'release chat_1 2000', 'settle chat_2 2000', 'hold chat_2+ 1000', 'settle chat_2+ 1000']);
+      expect((await r.billing.checkInvariant(T)).ok).to.equal(true);
+    });
+
     it('adjusts in both directions, once per ref', async () => {
       await r.billing.topUp(T, credits(10), 'pay_1');
       await r.billing.adjust(T, credits(-4), 'adj_1', 'refund reversal');

@@ -13,6 +13,7 @@ import {
   applyLowBalance,
   type CloseResult,
   type CreditResult,
+  type HoldOptions,
   type HoldRecord,
   type HoldResult,
   type LedgerEntry,
@@ -89,10 +90,15 @@ export class MemoryWalletStore implements WalletStore {
     return { status: 'credited', entry: { ...entry }, wallet: { ...s.wallet } };
   }
 
-  async hold(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<HoldResult> {
+  async hold(tenantId: string, ref: string, amount: Milli, note: string, at: string, opts: HoldOptions = {}): Promise<HoldResult> {
     const s = this.state(tenantId);
     const existing = this.holdOf(s, ref);
     if (existing) return { status: 'duplicate', hold: existing, wallet: { ...s.wallet } };
+    if (opts.upTo && amount > 0) {
+      const available = s.wallet.balance - s.wallet.held;
+      if (available <= 0) return { status: 'insufficient', wallet: { ...s.wallet } };
+      amount = Math.min(amount, available);
+    }
     if (amount > 0 && amount > s.wallet.balance - s.wallet.held) return { status: 'insufficient', wallet: { ...s.wallet } };
     this.append(s, 'hold', amount, ref, note, at);
     const hold: HoldRecord = { ref, amount, state: 'open', settled: 0, released: 0, at, charge: false };

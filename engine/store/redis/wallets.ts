@@ -13,6 +13,7 @@ import type {
   CloseResult,
   CreditResult,
   HoldRecord,
+  HoldOptions,
   HoldResult,
   HoldState,
   LedgerEntry,
@@ -68,12 +69,17 @@ wsave(KEYS[1], w)
 return result('credited', num(s) .. '\\n' .. e, w)
 `);
 
-// KEYS: wallet, ledger, holds, open (the set of open hold refs). ARGV: ref, amount, note, at, entry id.
+// KEYS: wallet, ledger, holds, open (the set of open hold refs). ARGV: ref, amount, note, at,
+// entry id, up to ('1': hold min(amount, available), refused only when nothing is available).
 const HOLD = wlua(`
 local w = wget(KEYS[1])
 local ex = redis.call('HGET', KEYS[3], ARGV[1])
 if ex then return result('duplicate', ex, w) end
 local amount = tonumber(ARGV[2])
+if ARGV[6] == '1' and amount > 0 then
+  if w.b - w.h <= 0 then return result('insufficient', '', w) end
+  amount = math.min(amount, w.b - w.h)
+end
 if amount > 0 and amount > w.b - w.h then return result('insufficient', '', w) end
 local seq = append(KEYS[2], w, ARGV[5], ARGV[4], 'hold', amount, ARGV[1], ARGV[3])
 local h = { state = 'open', amount = amount, settled = 0, released = 0, charge = '0', seq = seq, at = ARGV[4] }
@@ -199,8 +205,8 @@ export class RedisWalletStore implements WalletStore {
     return { status: r.status as CreditResult['status'], entry: toEntry(r.item.slice(nl + 1), Number(r.item.slice(0, nl))), wallet: toWallet(tenantId, r.wallet) };
   }
 
-  async hold(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<HoldResult> {
-    const r = await this.script(HOLD, tenantId, 'holds', [ref, String(amount), note, at, prefixedId('led_')]);
+  async hold(tenantId: string, ref: string, amount: Milli, note: string, at: string, opts: HoldOptions = {}): Promise<HoldResult> {
+    const r = await this.script(HOLD, tenantId, 'holds', [ref, String(amount), note, at, prefixedId('led_'), opts.upTo ? '1' : '0']);
     const out: HoldResult = { status: r.status as HoldResult['status'], wallet: toWallet(tenantId, r.wallet) };
     if (r.item !== '') out.hold = toHold(ref, r.item).hold;
     return out;
