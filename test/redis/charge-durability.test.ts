@@ -25,8 +25,11 @@ interface ChatOutcome {
   text?: string;
 }
 
-/** `total` chats, `concurrency` at a time; `during` runs once a third of them were answered. */
-async function chatLoad(base: string, key: string, total: number, concurrency: number, during: () => Promise<void>): Promise<ChatOutcome[]> {
+/**
+ * `total` chats, `concurrency` at a time; `during` runs once a third of them were answered (it
+ * is handed a count of the refusals so far).
+ */
+async function chatLoad(base: string, key: string, total: number, concurrency: number, during: (refused: () => number) => Promise<void>): Promise<ChatOutcome[]> {
   const out: ChatOutcome[] = [];
   let next = 0;
   let fired: Promise<void> | undefined;
@@ -40,13 +43,19 @@ async function chatLoad(base: string, key: string, total: number, concurrency: n
     const text = await res.text();
     const tp = res.headers.get('traceparent') ?? '';
     out.push({ status: res.status, ref: `${ROUTE}:${tp.slice(3, 52)}`, retryAfter: res.headers.get('retry-after'), code: res.status === 200 ? undefined : JSON.parse(text).error_code, text: res.status === 200 ? undefined : text });
-    if (!fired && out.length >= total / 3) fired = during();
+    if (!fired && out.length >= total / 3) fired = during(() => out.filter((o) => o.status !== 200).length);
   };
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (next < total) await one(next++);
   }));
   await fired;
   return out;
+}
+
+/** The fault lasts 1.5 s, and until some chats were refused (at most 5 s). */
+async function refusing(refused: () => number): Promise<void> {
+  const start = Date.now();
+  while (Date.now() - start < 1500 || (refused() < 5 && Date.now() - start < 5000)) await sleep(50);
 }
 
 async function usedMemory(client: Redis): Promise<number> {
@@ -113,10 +122,10 @@ describe('redis mode: no chat answered without its charge while Redis refuses wr
 
   it('out of memory (maxmemory just above use, noeviction): 200s charged once, refusals 503 + Retry-After', async () => {
     const { tenantId, key } = await tenantWithKey(gw.url);
-    const outcomes = await chatLoad(gw.url, key, 150, 6, async () => {
+    const outcomes = await chatLoad(gw.url, key, 150, 6, async (refused) => {
       await admin.config('SET', 'maxmemory-policy', 'noeviction');
-      await admin.config('SET', 'maxmemory', String((await usedMemory(admin)) + 8 * 1024));
-      await sleep(1500);
+      await admin.config('SET', 'maxmemory', String((await usedMemory(admin)) + 2048));
+      await refusing(refused);
       await admin.config('SET', 'maxmemory', '0');
     });
     const settles = await refusedWrites('settle');
@@ -129,9 +138,9 @@ describe('redis mode: no chat answered without its charge while Redis refuses wr
   it('read-only (REPLICAOF a dead master): 200s charged once, refusals 503 + Retry-After', async () => {
     const { tenantId, key } = await tenantWithKey(gw.url);
     const dead = await freePort();
-    const outcomes = await chatLoad(gw.url, key, 150, 6, async () => {
+    const outcomes = await chatLoad(gw.url, key, 150, 6, async (refused) => {
       await admin.call('REPLICAOF', '127.0.0.1', String(dead));
-      await sleep(1500);
+      await refusing(refused);
       await admin.call('REPLICAOF', 'NO', 'ONE');
     });
     const [holds, settles] = [await refusedWrites('hold'), await refusedWrites('settle')];
