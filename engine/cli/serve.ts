@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { loadConfigFile } from '../load-config.ts';
 import { formatProblem, LoadError } from '../config/yaml-source.ts';
 import type { GatewayConfig } from '../config/types.ts';
-import { startGateway, type Gateway, type GatewayOptions } from '../gateway.ts';
+import type { Gateway, GatewayOptions } from '../gateway.ts';
 import { createLogger } from '../log/logger.ts';
 import type { Role } from '../stores.ts';
 import { runPrimary } from '../cluster/primary.ts';
@@ -72,6 +72,8 @@ async function serveWorker(config: GatewayConfig, role: Role, slot: number): Pro
 async function serveOne(config: GatewayConfig, opts: GatewayOptions, started?: (gateway: Gateway) => void): Promise<number> {
   let gateway: Gateway;
   try {
+    // Loaded here, not at the top: the primary of --workers never runs a gateway and stays small.
+    const { startGateway } = await import('../gateway.ts');
     gateway = await startGateway(config, opts);
   } catch (err) {
     if (err instanceof LoadError) {

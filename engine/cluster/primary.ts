@@ -130,8 +130,9 @@ export async function runPrimary(config: GatewayConfig, count: number): Promise<
     await finished;
     clearTimeout(overrun);
   };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  // `on`, not `once`: a second signal must not kill the primary (its workers would then stop undrained).
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
 
   gauge();
   for (const s of slots) fork(s);

@@ -4,7 +4,9 @@
 // while every worker is ready, and SIGTERM draining both workers' requests within the grace period.
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { request } from 'node:http';
+import { once } from 'node:events';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { startRedis, type RedisServer } from '../helpers/redis.ts';
 import { FakeUpstream, json } from '../helpers/upstream.ts';
@@ -16,7 +18,7 @@ import { freePort, tenantWithKey, writeConfig } from './support.ts';
 const IMAGES = '/vendors/provider_b/v1/tob/diffusion';
 const GRACE_MS = 3000;
 /** The chat upstream answers this late: long enough to be in flight when SIGTERM comes. */
-const CHAT_DELAY_MS = 1000;
+const CHAT_DELAY_MS = 1500;
 
 /** One request on a connection of its own (the primary hands out connections round-robin). */
 function fresh(url: string, method: string, path: string, headers: Record<string, string> = {}, body?: unknown): Promise<{ status: number; text: string }> {
@@ -31,6 +33,17 @@ function fresh(url: string, method: string, path: string, headers: Record<string
     });
     req.on('error', reject);
     req.end(payload);
+  });
+}
+
+/** `serve --workers` that is expected to exit by itself: its code and output. */
+function runToExit(config: string, workers: string, env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [join(ROOT, 'engine/cli/main.ts'), 'serve', '--config', config, '--workers', workers], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout!.on('data', (d) => (out += d));
+    p.stderr!.on('data', (d) => (out += d));
+    p.once('exit', (code) => resolve({ code, out }));
   });
 }
 
@@ -90,7 +103,7 @@ describe('serve --workers 2 over Redis', function () {
       await new Promise((r) => setTimeout(r, CHAT_DELAY_MS));
       json(res, 200, { id: 'c1', object: 'chat.completion', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } });
     }).start();
-    const config = writeConfig({ redisUrl: redis.url, prefix: 'wk', upstreamUrl: images.url, chatUrl: chat.url, graceMs: GRACE_MS });
+    const config = writeConfig({ redisUrl: redis.url, prefix: 'wk', upstreamUrl: images.url, chatUrl: chat.url, graceMs: GRACE_MS, scale: 1 }); // scale 1: the upstream timeout (5 s) outlasts the slow chat
     gw = await startCluster(config, '2');
     key = (await tenantWithKey(gw.url)).key;
   });
@@ -103,15 +116,23 @@ describe('serve --workers 2 over Redis', function () {
 
   it('refuses the memory store in one line, with what to do', async () => {
     const config = writeConfig({ redisUrl: redis.url, prefix: 'wk-mem', upstreamUrl: images.url });
-    const r = await new Promise<{ code: number | null; out: string }>((resolve) => {
-      const p = spawn(process.execPath, [join(ROOT, 'engine/cli/main.ts'), 'serve', '--config', config, '--workers', 'auto'], { cwd: ROOT, env: { ...process.env, GATEWAY_STORE: 'memory' }, stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      p.stdout!.on('data', (d) => (out += d));
-      p.stderr!.on('data', (d) => (out += d));
-      p.once('exit', (code) => resolve({ code, out }));
-    });
+    const r = await runToExit(config, 'auto', { GATEWAY_STORE: 'memory' });
     expect(r.code).to.equal(2);
     expect(r.out.trim().split('\n')).to.deep.equal(['gateway: --workers needs the redis store (the memory store lives inside one process): set store.kind: redis, or GATEWAY_STORE=redis and REDIS_URL']);
+  });
+
+  it('stops with exit 1 when a worker cannot start (the port is taken), instead of restarting it for ever', async () => {
+    const taken = createServer().listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    try {
+      const config = writeConfig({ redisUrl: redis.url, prefix: 'wk-port', upstreamUrl: images.url });
+      const r = await runToExit(config, '2', { PORT: String((taken.address() as AddressInfo).port) });
+      expect(r.code, r.out).to.equal(1);
+      expect(r.out).to.include('a worker exited before it started; stopping');
+      expect(r.out).not.to.include('restarting it');
+    } finally {
+      taken.close();
+    }
   });
 
   it('serves one port from both workers and sums their counters on one metrics endpoint', async () => {
@@ -151,12 +172,19 @@ describe('serve --workers 2 over Redis', function () {
 
   it('drains both workers on SIGTERM within the grace period', async () => {
     const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
-    const inFlight = Array.from({ length: 4 }, () => fresh(gw.url, 'POST', '/v1/chat/completions', { authorization: `Bearer ${key}` }, body));
-    await until('chat calls upstream', async () => (chat.seen.length >= 4 ? true : undefined));
+    const inFlight: Promise<{ status: number; text: string }>[] = [];
+    // New connections until each worker holds a call (its in-flight gauge, from the one endpoint):
+    // the primary hands connections to whichever worker is free next, not strictly in turn.
+    await until('a chat call in flight on each worker', async () => {
+      inFlight.push(fresh(gw.url, 'POST', '/v1/chat/completions', { authorization: `Bearer ${key}` }, body));
+      await new Promise((r) => setTimeout(r, 50));
+      const text = await (await fetch(gw.metricsUrl)).text();
+      return ['1', '2'].every((worker) => metricValue(text, 'gateway_http_requests_in_flight', { worker }) >= 1) ? true : undefined;
+    }, 10_000);
     const t0 = Date.now();
     gw.proc.kill('SIGTERM');
     const answers = await Promise.all(inFlight);
-    expect(answers.map((a) => a.status), answers.map((a) => a.text).join('\n')).to.deep.equal([200, 200, 200, 200]);
+    expect(answers.map((a) => a.status), answers.map((a) => a.text).join('\n')).to.deep.equal(answers.map(() => 200));
     expect(await gw.exited, gw.output().slice(-3000)).to.equal(0);
     expect(Date.now() - t0).to.be.below(GRACE_MS);
     const log = lines(gw.output());
