@@ -7,6 +7,8 @@ import type { GatewayConfig } from './config/types.ts';
 import { dependencyUnavailable, GatewayError } from './errors/gateway-error.ts';
 import { compileVendors, type AsyncRoutePlan, type VendorPlan } from './descriptors/compile.ts';
 import { loadVendorDir } from './descriptors/load-descriptors.ts';
+import { fixtureProblems } from './sandbox/fixture-run.ts';
+import { LoadError } from './config/yaml-source.ts';
 import { EventBus } from './events/bus.ts';
 import { buildApp } from './http/app.ts';
 import { answerRefusals } from './http/client-error.ts';
@@ -117,6 +119,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   const role = opts.role ?? 'all';
   const ajv = createAjv({ useDefaults: true });
   const loaded = loadVendorDir(config.vendors.dir, ajv, config.vendors.enabled);
+  // What `gateway check` refuses in an enabled descriptor's fixtures, serve refuses too: a task
+  // the sandbox would play is one the gateway can run.
+  const fixtureRefusals = await fixtureProblems(loaded);
+  if (fixtureRefusals.length) throw new LoadError(fixtureRefusals);
 
   let sandbox: SandboxSimulator | undefined;
   if (config.sandbox.enabled) {

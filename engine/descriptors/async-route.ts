@@ -6,6 +6,7 @@ import { SCHEMA_BASE } from '../validation/ajv.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { CompiledErrorRule } from '../upstream/failure.ts';
+import { placeholdersOf } from '../upstream/answer-paths.ts';
 import { compilePricing, PricingConfigError, type PricingBlock, type PricePlan } from './pricing.ts';
 import { ExprError, type CompiledExpr } from '../util/expr.ts';
 import type { VendorCompileContext } from './compile-context.ts';
@@ -39,6 +40,8 @@ export interface AsyncRoutePlan {
     readonly errorMessage?: CompiledExpr;
     /** The provider's idempotency header (descriptor upstream.submit_idempotency_header): sent with the task id on every member tried. */
     readonly idempotencyHeader?: string;
+    /** upstream.submit.urls: URLs the answer names for the task, kept as paths under the member's base URL ({url:<name>}). */
+    readonly urls: ReadonlyArray<readonly [string, CompiledExpr]>;
   };
   readonly poll: {
     readonly method: string;
@@ -56,14 +59,21 @@ export interface AsyncRoutePlan {
     /** On the task's request, $upstream_task_id bound. */
     readonly body?: CompiledExpr;
   };
+  /** upstream.cancel as a policy: `request` (the cancel above), `local` (ours only), `none` (a client's cancel is refused, 2006). */
+  readonly cancelPolicy: 'request' | 'local' | 'none';
+  /** upstream.result: the second request that fetches a completed task's output. */
+  readonly resultFetch?: { readonly method: string; readonly path: string };
   /** The provider's completion callback (descriptor upstream.callback): used when server.public_base_url is set. */
   readonly callback?: {
-    /** The submit body's path to the callback URL, split at the dots. */
-    readonly urlField: readonly string[];
+    /** The submit body's path to the callback URL, split at the dots (absent: urlQuery). */
+    readonly urlField?: readonly string[];
+    /** The submit request's query parameter that takes the callback URL. */
+    readonly urlQuery?: string;
     /** The status in the pushed body (mapped by poll.statusMap). */
     readonly status: CompiledExpr;
   };
-  readonly result: ReadonlyArray<readonly [string, CompiledExpr]>;
+  /** Result fields: name, expression, optional (a missing optional field is left out). */
+  readonly result: ReadonlyArray<readonly [string, CompiledExpr, boolean]>;
   readonly errorRules: readonly CompiledErrorRule[];
   readonly maxExecutionMs: number;
   readonly pricing: PricePlan;
@@ -117,10 +127,19 @@ export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: str
   if (!up.poll) at(`${p}/upstream`, 'an async route needs upstream.poll');
   const submit = up.submit ?? { path: '/', body: 'null', task_id: 'null' };
   const poll = up.poll ?? { path: '/{upstream_task_id}', status: 'null', status_map: {} };
-  if (!poll.path.includes('{upstream_task_id}')) at(`${p}/upstream/poll/path`, 'the poll path must contain {upstream_task_id}');
-  const cancel = up.cancel;
-  if (cancel && !cancel.path.includes('{upstream_task_id}') && !cancel.body?.includes('$upstream_task_id')) {
-    at(`${p}/upstream/cancel`, 'the cancel request must name the task: {upstream_task_id} in its path, or $upstream_task_id in its body');
+  const urlNames = Object.keys(submit.urls ?? {});
+  const pathOk = (pointer: string, template: string) => {
+    const names = placeholdersOf(template);
+    for (const n of names) {
+      if (n.startsWith('url:') && !urlNames.includes(n.slice(4))) at(pointer, `{${n}} names no URL of upstream.submit.urls (it has: ${urlNames.join(', ') || 'none'})`);
+    }
+    return names.length > 0;
+  };
+  if (!pathOk(`${p}/upstream/poll/path`, poll.path)) at(`${p}/upstream/poll/path`, 'the poll path must name the task: {upstream_task_id}, {upstream_task_id:path} or {url:<name>}');
+  if (up.result && !pathOk(`${p}/upstream/result/path`, up.result.path)) at(`${p}/upstream/result/path`, 'the result path must name the task: {upstream_task_id}, {upstream_task_id:path} or {url:<name>}');
+  const cancel = typeof up.cancel === 'object' ? up.cancel : undefined;
+  if (cancel && !pathOk(`${p}/upstream/cancel/path`, cancel.path) && !cancel.body?.includes('$upstream_task_id')) {
+    at(`${p}/upstream/cancel`, 'the cancel request must name the task: a placeholder in its path, or $upstream_task_id in its body');
   }
   return Object.freeze({
     kind: 'async',
@@ -145,6 +164,7 @@ export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: str
       accept: expr(`${p}/upstream/submit/accept`, submit.accept),
       errorMessage: expr(`${p}/upstream/submit/error_message`, submit.error_message),
       idempotencyHeader: vc.submitIdempotencyHeader,
+      urls: Object.entries(submit.urls ?? {}).map(([name, src]) => [name, expr(`${p}/upstream/submit/urls/${name}`, src)!] as const),
     }),
     poll: Object.freeze({
       method: poll.method ?? 'GET',
@@ -156,8 +176,17 @@ export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: str
       errorCode: expr(`${p}/upstream/poll/error_code`, poll.error_code),
     }),
     cancel: cancel && Object.freeze({ method: cancel.method ?? 'POST', path: cancel.path, body: expr(`${p}/upstream/cancel/body`, cancel.body) }),
-    callback: up.callback && Object.freeze({ urlField: Object.freeze(up.callback.url_field.split('.')), status: expr(`${p}/upstream/callback/status`, up.callback.status)! }),
-    result: Object.entries(r.result ?? {}).map(([name, src]) => [name, expr(`${p}/result/${name}`, src)!] as const),
+    cancelPolicy: cancel ? 'request' : up.cancel === 'none' ? 'none' : 'local',
+    resultFetch: up.result && Object.freeze({ method: up.result.method ?? 'GET', path: up.result.path }),
+    callback: up.callback && Object.freeze({
+      urlField: up.callback.url_field === undefined ? undefined : Object.freeze(up.callback.url_field.split('.')),
+      urlQuery: up.callback.url_query,
+      status: expr(`${p}/upstream/callback/status`, up.callback.status)!,
+    }),
+    result: Object.entries(r.result ?? {}).map(([name, f]) => {
+      const spec = typeof f === 'string' ? { from: f, optional: false } : f;
+      return [name, expr(`${p}/result/${name}${typeof f === 'string' ? '' : '/from'}`, spec.from)!, spec.optional ?? false] as const;
+    }),
     errorRules: [...vc.errorRules(`${p}/upstream/errors`, up.errors), ...vc.vendorRules],
     maxExecutionMs: Math.max(1, Math.round((r.max_execution_ms ?? 600_000) * vc.scale)),
     pricing: pricingPlan(vc, r, p),

@@ -44,12 +44,15 @@ export interface RouteSpec {
   model_name?: string;
   tasks_of?: string[];
   request?: RequestSpec;
-  result?: Record<string, string>;
+  result?: Record<string, ResultFieldSpec>;
   pricing?: Record<string, unknown>;
   upstream?: {
     submit?: SubmitSpec;
     poll?: PollSpec;
-    cancel?: CancelSpec;
+    /** Required on async routes (the meta-schema says so): a request, `local` or `none`. */
+    cancel?: CancelSpec | CancelPolicy;
+    /** The result fetched by a second request once the status maps onto completed. */
+    result?: ResultFetchSpec;
     callback?: CallbackSpec;
     errors?: ErrorMapEntry[];
   };
@@ -99,6 +102,20 @@ export interface SubmitSpec {
   task_id: string;
   accept?: string;
   error_message?: string;
+  /** URLs the submit answer names (fal's status_url, response_url), by name: used as {url:<name>} in later paths. */
+  urls?: Record<string, string>;
+}
+
+/** A result field: an expression, or an optional one (a missing value is left out, not a 3003). */
+export type ResultFieldSpec = string | { from: string; optional?: boolean };
+
+/** `local`: cancelled on the gateway's side only; `none`: a client's cancel is refused (2006). */
+export type CancelPolicy = 'local' | 'none';
+
+/** upstream.result: the second request that fetches a completed task's output. */
+export interface ResultFetchSpec {
+  method?: 'GET' | 'POST';
+  path: string;
 }
 
 export interface PollSpec {
@@ -125,8 +142,10 @@ export interface CancelSpec {
  * pushed body holds the status (read with the poll's status_map, result and error mappings).
  */
 export interface CallbackSpec {
-  /** Dotted path in the submit body, e.g. parameters.callback_url. */
-  url_field: string;
+  /** Dotted path in the submit body, e.g. parameters.callback_url (or url_query). */
+  url_field?: string;
+  /** Query parameter of the submit request that takes the callback URL (fal's fal_webhook). */
+  url_query?: string;
   /** Expression on the pushed body. */
   status: string;
 }

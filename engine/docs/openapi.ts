@@ -194,8 +194,21 @@ function readOperation(d: VendorDescriptor, r: RouteSpec, operationId: string, r
   };
 }
 
+/** What a cancel does upstream for the tasks a route reads (its own, or its tasks_of routes'): a sentence, and whether some refuse it (`none`). */
+function cancelPolicies(d: VendorDescriptor, r: RouteSpec): { text: string; refused: boolean } {
+  const routes = r.kind === 'status' ? d.routes.filter((x) => (r.tasks_of ?? []).includes(x.id)) : [r];
+  const policies = new Set(routes.map((x) => x.upstream?.cancel).map((c) => (typeof c === 'object' ? 'request' : (c ?? 'local'))));
+  const text = [...policies].map((c) => ({
+    request: 'the provider is asked once to stop the task (best-effort)',
+    local: 'the task ends on the gateway only: the provider, which has no cancel, may still finish it (and bill the operator)',
+    none: 'the provider cannot stop the task and this route lets it run: the cancel is refused with 409 / 2006 and the task goes on',
+  })[c as 'request' | 'local' | 'none']).join('; or ');
+  return { text, refused: policies.has('none') };
+}
+
 function cancelOperation(d: VendorDescriptor, r: RouteSpec, operationId: string, responseRef: string): JsonObject {
-  const conflict = problem([HTTP_ONLY.conflict.code], 'The task has already finished (completed, failed, or cancelled by an earlier call); the detail names its state and `task_info` carries it');
+  const policy = cancelPolicies(d, r);
+  const conflict = problem(policy.refused ? [HTTP_ONLY.conflict.code, 2006] : [HTTP_ONLY.conflict.code], `The task has already finished (completed, failed, or cancelled by an earlier call); the detail names its state and \`task_info\` carries it${policy.refused ? '. 2006: this route\'s tasks cannot be cancelled' : ''}`);
   const schema = (conflict.content as JsonObject)['application/problem+json'] as JsonObject;
   ((schema.schema as JsonObject).allOf as JsonObject[]).push({ required: ['task_info'], properties: { task_info: { $ref: `${COMPONENT}task_info` } } });
   return {
@@ -205,7 +218,7 @@ function cancelOperation(d: VendorDescriptor, r: RouteSpec, operationId: string,
     description:
       'Cancels a `pending` or `processing` task (as Replicate\'s `POST /predictions/{id}/cancel`; no request body). It ends `failed` with ' +
       '`task_info.error.code` 4009 (Task Cancelled), its credit hold is released in full (a cancelled task is not billed), `task.failed` ' +
-      'is sent, and the provider is asked to stop it where it can be. A task that finishes while the cancel arrives ends one way only: ' +
+      `is sent. Upstream: ${policy.text}. A task that finishes while the cancel arrives ends one way only: ` +
       'completed and billed (this answers 409), or cancelled and released. Needs the `<vendor>:create` scope.',
     parameters: [{ name: 'task_id', in: 'path', required: true, description: 'The task id returned at creation.', schema: { type: 'string', format: 'uuid' } }],
     responses: {

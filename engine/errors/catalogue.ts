@@ -20,6 +20,10 @@ export const CATALOGUE = {
   2003: { status: 400, title: 'Invalid Parameter Value' },
   2004: { status: 400, title: 'Parameter Combination Conflict' },
   2005: { status: 404, title: 'Resource Not Found' },
+  // Not in the spec: a client's cancel of a task whose route declares `upstream.cancel: none`
+  // (the provider cannot stop it and the operator chose to let it run). A 2xxx: the request
+  // asks for something this task does not allow; 409 as for any cancel that cannot act.
+  2006: { status: 409, title: 'Task Not Cancellable' },
   2100: { status: 400, title: 'File Validation Failed' },
   2101: { status: 400, title: 'File Size Exceeded' },
   2102: { status: 400, title: 'Unsupported File Format' },

@@ -30,3 +30,13 @@ export function fillFixture(fixture: unknown, vars: Record<string, string | numb
   };
   return walk(fixture);
 }
+
+/** A fixture as an HTTP answer: `{"$status": N, "$body": ...}` carries a status (the body may be left out); anything else is a 200 body. */
+export function fixtureAnswer(fixture: unknown): { status: number; body: unknown } {
+  if (fixture && typeof fixture === 'object' && !Array.isArray(fixture) && '$status' in fixture) {
+    const f = fixture as { $status: unknown; $body?: unknown };
+    const status = Number(f.$status);
+    return { status: Number.isInteger(status) && status >= 100 && status <= 599 ? status : 200, body: f.$body };
+  }
+  return { status: 200, body: fixture };
+}

@@ -16,14 +16,23 @@
 // A route that declares a push callback (`upstream.callback`) and gets a callback URL in its
 // submit body (the gateway's server.public_base_url is set) is also pushed its terminal fixture
 // (succeeded, failed or cancelled) at that URL when the task finishes, besides answering polls.
-// Fixture text may use {{upstream_task_id}}, {{prompt}}, {{now_ms}}, {{now_s}}, {{now_iso}} and
-// {{files_url}}; the simulator serves small placeholder result files under {{files_url}}.
+// Fixture text may use {{upstream_task_id}}, {{prompt}}, {{now_ms}}, {{now_s}}, {{now_iso}},
+// {{files_url}} and {{base_url}} (the vendor's base URL as the gateway calls it, for the URLs a
+// submit answer names); the simulator serves small placeholder result files under {{files_url}}.
+// A fixture may carry an HTTP status: {"$status": 202, "$body": {...}} (default 200).
+// Calls about a task are routed as the gateway makes them: at submission the simulator reads
+// its own answer with the route's task_id and urls mappings and builds the task's poll, result
+// and cancel paths with the engine's own path builder, so a descriptor's placeholders
+// ({upstream_task_id}, {upstream_task_id:path}, {url:<name>}) are played exactly.
+// A route with upstream.result answers its result path with the `result` fixture once the task
+// has succeeded, and before that with `not_ready` (default: HTTP 400).
 // A descriptor's `sandbox.reject` rules play the upstream's own validation: a matching submit
 // is refused with HTTP 400 (the `rejected` fixture, with {{message}}, when the route has one).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { compileExpr, type CompiledExpr } from '../util/expr.ts';
-import { fillFixture, fixtureVars } from './fixtures.ts';
+import { fillFixture, fixtureAnswer, fixtureVars } from './fixtures.ts';
+import { buildTaskPath, pathUnderBase } from '../upstream/answer-paths.ts';
 import type { LoadedVendor } from '../descriptors/load-descriptors.ts';
 import { ChatSimulator } from './chat-simulator.ts';
 import type { Clock } from '../util/clock.ts';
@@ -50,26 +59,39 @@ interface SimTask {
   callbackUrl?: string;
 }
 
+/** A call the gateway makes about a task: its method and path template. */
+interface TaskCall {
+  method: string;
+  template: string;
+}
+
 interface SimRoute {
   method: string;
   vendor: string;
   submitPath: string;
-  pollPattern: RegExp;
-  pollMethod: string;
-  cancel?: { method: string; pattern: RegExp };
+  poll: TaskCall;
+  result?: TaskCall;
+  cancel?: TaskCall;
+  taskId: CompiledExpr;
+  urls: [string, CompiledExpr][];
   fixtures: ReadonlyMap<string, unknown>;
   prompt: CompiledExpr;
   /** The descriptor's sandbox.reject: upstream validation played by the simulator. */
   reject: { when: CompiledExpr; message: string }[];
-  /** The descriptor's upstream.callback.url_field, split at the dots. */
+  /** The descriptor's upstream.callback.url_field, split at the dots, or its url_query. */
   callbackField?: string[];
+  callbackQuery?: string;
 }
+
+type CallKind = 'poll' | 'result' | 'cancel';
 
 const PNG_1X1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
 
 export class SandboxSimulator {
   private readonly routes: SimRoute[] = [];
   private readonly tasks = new Map<string, SimTask>();
+  /** `<method> <path>` of every call the gateway will make about a task → the task and what the call is. */
+  private readonly taskCalls = new Map<string, { id: string; kind: CallKind }>();
   private readonly opts: SandboxOptions;
   /** Proxied routes (kind sync|stream): the OpenAI-compatible chat upstream. */
   private readonly chat: ChatSimulator;
@@ -89,17 +111,21 @@ export class SandboxSimulator {
         const poll = r.upstream?.poll;
         if (r.kind !== 'async' || !submit || !poll) continue;
         const cancel = r.upstream?.cancel;
+        const result = r.upstream?.result;
         this.routes.push({
           method: submit.method ?? 'POST',
           vendor: v.descriptor.vendor,
-          submitPath: `/${v.descriptor.vendor}${submit.path}`,
-          pollPattern: taskPathPattern(v.descriptor.vendor, poll.path),
-          pollMethod: poll.method ?? 'GET',
-          cancel: cancel && { method: cancel.method ?? 'POST', pattern: taskPathPattern(v.descriptor.vendor, cancel.path) },
+          submitPath: `/${v.descriptor.vendor}${submit.path.split('?')[0]}`,
+          poll: { method: poll.method ?? 'GET', template: poll.path },
+          result: result && { method: result.method ?? 'GET', template: result.path },
+          cancel: typeof cancel === 'object' ? { method: cancel.method ?? 'POST', template: cancel.path } : undefined,
+          taskId: compileExpr(submit.task_id),
+          urls: Object.entries(submit.urls ?? {}).map(([n, e]) => [n, compileExpr(e)]),
           fixtures: v.fixtures.get(r.id) ?? new Map(),
           prompt,
           reject,
-          callbackField: r.upstream?.callback?.url_field.split('.'),
+          callbackField: r.upstream?.callback?.url_field?.split('.'),
+          callbackQuery: r.upstream?.callback?.url_query,
         });
       }
     }
@@ -135,19 +161,21 @@ export class SandboxSimulator {
     // Every pool member is this one simulator; only the first member plays [sandbox:member-down].
     const member = /^\/_member\/(\d+)(\/.*)$/.exec(path);
     if (member) path = member[2]!;
-    const firstMember = !member;
-    for (const route of this.routes) {
-      if (req.method === route.method && path === route.submitPath) return this.submit(route, req, res, firstMember);
-      const m = req.method === route.pollMethod ? route.pollPattern.exec(path) : null;
-      if (m) return this.poll(decodeURIComponent(m[1]!), res);
-      const c = route.cancel && req.method === route.cancel.method ? route.cancel.pattern.exec(path) : null;
-      if (c) return this.cancel(decodeURIComponent(c[1]!), res);
+    const known = this.taskCalls.get(`${req.method} ${path}`);
+    if (known) {
+      if (known.kind === 'poll') return this.poll(known.id, res);
+      if (known.kind === 'result') return this.result(known.id, res);
+      return this.cancel(known.id, res);
     }
-    if (await this.chat.handle(req, res, path, firstMember)) return;
+    for (const route of this.routes) {
+      if (req.method === route.method && path === route.submitPath) return this.submit(route, req, res, member ? Number(member[1]) : 0);
+    }
+    if (await this.chat.handle(req, res, path, !member)) return;
     send(res, 404, { error: `sandbox: no upstream route ${req.method} ${path}` });
   }
 
-  private async submit(route: SimRoute, req: IncomingMessage, res: ServerResponse, firstMember: boolean): Promise<void> {
+  private async submit(route: SimRoute, req: IncomingMessage, res: ServerResponse, memberIndex: number): Promise<void> {
+    const firstMember = memberIndex === 0;
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     let body: unknown;
@@ -169,13 +197,31 @@ export class SandboxSimulator {
     if (firstMember && text.includes('[sandbox:member-down]')) return send(res, 503, { error: 'sandbox: this pool member is down ([sandbox:member-down])' });
     const id = `sbx${randomBase62(16)}`;
     const outcome: Outcome = text.includes('[sandbox:fail]') ? 'failed' : text.includes('[sandbox:hang]') ? 'hang' : text.includes('[sandbox:garbage]') ? 'garbage' : 'succeeded';
-    const callbackUrl = route.callbackField ? valueAt(body, route.callbackField) : undefined;
+    const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
+    const callbackUrl = route.callbackField ? valueAt(body, route.callbackField) : route.callbackQuery ? (query.get(route.callbackQuery) ?? undefined) : undefined;
     const task: SimTask = { fixtures: route.fixtures, createdAt: this.opts.clock.now(), outcome, slow: text.includes('[sandbox:slow]') ? 10 : 1, prompt, noCancel: text.includes('[sandbox:no-cancel]'), callbackUrl: typeof callbackUrl === 'string' ? callbackUrl : undefined };
     this.tasks.set(id, task);
     if (task.callbackUrl) this.schedulePush(id, task);
     const created = route.fixtures.get('created');
     if (!created) return send(res, 500, { error: `sandbox: ${route.vendor} has no "created" fixture` });
-    send(res, 200, this.fill(created, id, prompt));
+    const baseUrl = this.urlFor(route.vendor, memberIndex);
+    const answer = fixtureAnswer(this.fill(created, id, prompt, { base_url: baseUrl }));
+    await this.routeCalls(route, id, answer.body, baseUrl);
+    send(res, answer.status, answer.body);
+  }
+
+  /** Register the task's poll, result and cancel calls as the gateway will build them from this answer. */
+  private async routeCalls(route: SimRoute, id: string, answer: unknown, baseUrl: string): Promise<void> {
+    try {
+      const upstreamTaskId = String(await route.taskId.evaluate(answer));
+      const urls: Record<string, string> = {};
+      for (const [name, expr] of route.urls) urls[name] = pathUnderBase(await expr.evaluate(answer), baseUrl);
+      for (const [kind, call] of [['poll', route.poll], ['result', route.result], ['cancel', route.cancel]] as const) {
+        if (call) this.taskCalls.set(`${call.method} /${route.vendor}${buildTaskPath(call.template, { upstreamTaskId, urls }).split('?')[0]}`, { id, kind });
+      }
+    } catch {
+      // The gateway cannot build these paths either: it fails the task at submission.
+    }
   }
 
   /** The upstream's cancel: a known task ends `cancelled`, whatever it was going to do. */
@@ -196,7 +242,18 @@ export class SandboxSimulator {
     }
     const name = this.stateOf(t);
     const fixture = t.fixtures.get(name) ?? t.fixtures.get('running') ?? t.fixtures.get('created');
-    send(res, 200, this.fill(fixture, id, t.prompt));
+    const answer = fixtureAnswer(this.fill(fixture, id, t.prompt));
+    send(res, answer.status, answer.body);
+  }
+
+  /** upstream.result: the `result` fixture once the task has succeeded; `not_ready` (default a 400) before. */
+  private result(id: string, res: ServerResponse): void {
+    const t = this.tasks.get(id)!;
+    const ready = this.stateOf(t) === 'succeeded';
+    const fixture = ready ? t.fixtures.get('result') : t.fixtures.get('not_ready');
+    if (fixture === undefined) return send(res, ready ? 500 : 400, { error: ready ? 'sandbox: this route has no "result" fixture' : 'sandbox: the result is not ready' });
+    const answer = fixtureAnswer(this.fill(fixture, id, t.prompt));
+    send(res, answer.status, answer.body);
   }
 
   /** The fixture a task plays now. */
@@ -218,7 +275,7 @@ export class SandboxSimulator {
       const name = this.stateOf(t);
       const fixture = t.fixtures.get(name);
       if (!fixture || !['succeeded', 'failed', 'cancelled'].includes(name) || !t.callbackUrl) return;
-      fetch(t.callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(this.fill(fixture, id, t.prompt)) }).then((r) => r.body?.cancel()).catch(() => undefined);
+      fetch(t.callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fixtureAnswer(this.fill(fixture, id, t.prompt)).body) }).then((r) => r.body?.cancel()).catch(() => undefined);
     }, (this.opts.queuedMs + this.opts.runningMs) * t.slow + 1);
     timer.unref();
     this.pushes.add(timer);
@@ -234,12 +291,6 @@ function valueAt(body: unknown, at: readonly string[]): unknown {
   let v = body;
   for (const key of at) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined;
   return v;
-}
-
-/** A vendor's upstream path with {upstream_task_id} (poll, cancel) as a pattern capturing the id. */
-function taskPathPattern(vendor: string, path: string): RegExp {
-  const escaped = path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace('\\{upstream_task_id\\}', '([^/]+)').replace('{upstream_task_id}', '([^/]+)');
-  return new RegExp(`^/${vendor}${escaped}$`);
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {

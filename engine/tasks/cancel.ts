@@ -4,8 +4,9 @@
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { TaskEnding } from './ending.ts';
 import type { LifecycleDeps } from './lifecycle-deps.ts';
-import { memberOf, upstreamPath } from './provider.ts';
-import type { TaskRecord } from './task.ts';
+import { memberOf } from './provider.ts';
+import { taskPath } from './upstream-answers.ts';
+import { taskInfo, type TaskRecord } from './task.ts';
 
 export class TaskCancellation {
   private readonly d: LifecycleDeps;
@@ -39,6 +40,10 @@ export class TaskCancellation {
    * not awaited, so a slow or dead provider never holds up the client's answer.
    */
   async cancel(task: TaskRecord): Promise<{ cancelled: boolean; task: TaskRecord }> {
+    // upstream.cancel: none: the provider cannot stop it and the operator lets it run (and bill).
+    if (this.d.routes.get(task.route)?.cancelPolicy === 'none') {
+      throw new GatewayError(2006, 'Tasks of this route cannot be cancelled: the provider offers no cancel, so the task runs on and is billed when it completes.', { extensions: { task_info: taskInfo(task) } });
+    }
     const err = new GatewayError(4009, `The task was cancelled by the client while ${task.status}; it is not billed.`);
     const failed = await this.ending.failTask(task, err);
     if (!failed) return { cancelled: false, task: (await this.d.store.get(task.id)) ?? task };
@@ -67,7 +72,7 @@ export class TaskCancellation {
         this.d.logger.warn({ ...log, member: task.upstream_member }, 'the pool member that accepted the task is no longer configured: no upstream cancel');
         return false;
       }
-      const res = await route.pool.callMember(member, { method: c.method, path: upstreamPath(c.path, task.upstream_task_id), body, traceparent: task.traceparent, stage: 'cancel' });
+      const res = await route.pool.callMember(member, { method: c.method, path: taskPath(c.path, task), body, traceparent: task.traceparent, stage: 'cancel' });
       if (res.status >= 200 && res.status <= 299) {
         this.d.logger.info(log, 'upstream task cancelled');
         return true;

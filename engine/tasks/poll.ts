@@ -3,7 +3,6 @@
 // completed task. A run of unusable poll answers fails the task; the safety net (cancel.ts)
 // fails one that outlives its route's max_execution_ms.
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
-import { resultFieldValue } from '../descriptors/result-fields.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { upstreamRequests } from '../metrics/metrics.ts';
 import type { UpstreamResponse } from '../upstream/client.ts';
@@ -12,7 +11,9 @@ import { sameSecret } from '../util/secrets.ts';
 import type { TaskCancellation } from './cancel.ts';
 import { finished, type TaskEnding } from './ending.ts';
 import { JOBS, type LifecycleDeps, type LifecycleState } from './lifecycle-deps.ts';
-import { asGatewayError, mappedError, memberOf, readOptional, routeOf, upstreamPath } from './provider.ts';
+import { asGatewayError, mappedError, memberOf, readOptional, routeOf } from './provider.ts';
+import { readResult, taskPath } from './upstream-answers.ts';
+import { UnsafePathError } from '../upstream/answer-paths.ts';
 import { ACTIVE, type TaskRecord, type TaskStatus } from './task.ts';
 import { throttled } from '../log/throttle.ts';
 
@@ -50,26 +51,28 @@ export class TaskPolling {
     // Job ids use '.', not ':' (BullMQ refuses ':' in custom ids).
     const next = () => this.d.scheduler.schedule(JOBS.poll, `${id}.p${n + 1}`, { id, n: n + 1 }, pollDelay(route, task, this.d.clock.now()));
     let res: UpstreamResponse;
+    let path: string | undefined;
+    let httpStatus: number | undefined;
     try {
       const member = memberOf(route, task);
       if (!member) throw new GatewayError(3001, `The pool member ${JSON.stringify(task.upstream_member)} that accepted the task is no longer configured for ${route.vendor}.`);
-      res = await route.pool.callMember(member, { method: p.method, path: upstreamPath(p.path, task.upstream_task_id), traceparent: task.traceparent, stage: 'poll' });
-      if (res.status < 200 || res.status > 299) {
-        const message = await readOptional(p.errorMessage, res.body);
+      path = taskPath(p.path, task);
+      res = await route.pool.callMember(member, { method: p.method, path, traceparent: task.traceparent, stage: 'poll' });
+      httpStatus = res.status;
+      // A non-2xx answer whose status the status_map maps (fal's 202, a "not ready" 400) is an
+      // answer; any other is a failed poll.
+      if ((res.status < 200 || res.status > 299) && !(await mapsStatus(route, res))) {
+        const message = await readOptional(p.errorMessage, res.body, res.status);
         throw await mappedError(route, 'poll', { stage: 'poll', http_status: res.status, body: res.body, message });
       }
     } catch (err) {
       // A poll cut short by a shutdown is not the provider's failure: the job is run again.
       if (this.state.stopping) throw err;
-      // A poll without a usable answer is retried; only a run of them fails the task.
-      const failures = task.poll_failures + 1;
-      const gwErr = asGatewayError(this.d.logger, route, err);
-      if (failures >= this.d.pollErrorLimit) return this.ending.fail(task, gwErr);
-      await this.d.store.transition(id, ACTIVE, { poll_failures: failures, checked_at: this.d.clock.now(), poll_n: n });
-      throttled(this.d.logger).warn({ task_id: id, code: gwErr.code, failures }, 'upstream poll failed; will retry');
-      return next();
+      if (err instanceof UnsafePathError) return this.ending.fail(task, new GatewayError(3003, `The task's poll path cannot be built from the provider's answer: ${err.message}.`));
+      return this.pollFailed(task, route, asGatewayError(this.d.logger, route, err), n, next, { method: p.method, path, http_status: httpStatus });
     }
     const status = await this.applyAnswer(task, route, res.body, res.status, p.status, 'poll');
+    if (typeof status === 'object') return this.pollFailed(task, route, status.retry, n, next, { stage: 'result', ...status.call });
     if (status === 'ended' || status === 'lost') return;
     const patch: Partial<TaskRecord> = { poll_failures: 0, checked_at: this.d.clock.now(), poll_n: n };
     if (status === 'processing' && task.status === 'pending') {
@@ -77,6 +80,15 @@ export class TaskPolling {
       patch.updated_at = isoNow(this.d.clock);
     }
     if (await this.d.store.transition(id, ACTIVE, patch)) await next();
+  }
+
+  /** A poll (or result fetch) without a usable answer is retried; only a run of them fails the task. The log names the call and its HTTP status. */
+  private async pollFailed(task: TaskRecord, route: AsyncRoutePlan, err: GatewayError, n: number, next: () => Promise<void>, call: Record<string, unknown>): Promise<void> {
+    const failures = task.poll_failures + 1;
+    if (failures >= this.d.pollErrorLimit) return this.ending.fail(task, err);
+    await this.d.store.transition(task.id, ACTIVE, { poll_failures: failures, checked_at: this.d.clock.now(), poll_n: n });
+    throttled(this.d.logger).warn({ task_id: task.id, vendor: route.vendor, code: err.code, failures, ...call, detail: err.detail }, 'upstream poll failed; will retry');
+    return next();
   }
 
   /**
@@ -93,6 +105,8 @@ export class TaskPolling {
     if (await this.ending.settled(task)) return 'ignored';
     upstreamRequests.inc({ vendor: route.vendor, stage: 'callback', status_class: '2xx' });
     const status = await this.applyAnswer(task, route, body, 200, route.callback.status, 'callback');
+    // A result fetch that got no answer is left to the polls, which go on as the safety net.
+    if (typeof status === 'object') return 'accepted';
     // Accepted only by the push whose compare-and-set changed the task: of concurrent identical
     // pushes one is `accepted`, the others `ignored` (they changed nothing), as a replay is.
     if (status === 'ended') return 'accepted';
@@ -113,31 +127,47 @@ export class TaskPolling {
    * mapping and settlement, both through the compare-and-set, so a push and a poll racing end the
    * task once. Returns the status when the task goes on (pending / processing), `ended` when
    * this answer ended it, `lost` when it would have but someone else ended the task first (the
-   * compare-and-set's answer: of concurrent identical pushes, exactly one ends the task).
+   * compare-and-set's answer: of concurrent identical pushes, exactly one ends the task), or a
+   * retry when the result fetch (upstream.result) got no usable answer. Expressions see the
+   * answer's HTTP status as $http_status.
    */
-  private async applyAnswer(task: TaskRecord, route: AsyncRoutePlan, body: unknown, httpStatus: number, statusExpr: AsyncRoutePlan['poll']['status'], stage: 'poll' | 'callback'): Promise<TaskStatus | 'ended' | 'lost'> {
+  private async applyAnswer(task: TaskRecord, route: AsyncRoutePlan, body: unknown, httpStatus: number, statusExpr: AsyncRoutePlan['poll']['status'], stage: 'poll' | 'callback'): Promise<TaskStatus | 'ended' | 'lost' | ResultRetry> {
     const p = route.poll;
-    const raw = await statusExpr.evaluate(body).catch(() => undefined);
+    const raw = await statusExpr.evaluate(body, { http_status: httpStatus }).catch(() => undefined);
     const status = p.statusMap[String(raw)];
     const ended = (failed: TaskRecord | boolean | undefined) => (failed ? 'ended' : 'lost');
     if (!status) return ended(await this.ending.failTask(task, new GatewayError(3003, `The provider reported an unknown task status ${JSON.stringify(raw ?? null)}.`)));
     if (status === 'failed') {
-      const message = await readOptional(p.errorMessage, body);
-      const code = await readOptional(p.errorCode, body);
+      const message = await readOptional(p.errorMessage, body, httpStatus);
+      const code = await readOptional(p.errorCode, body, httpStatus);
       return ended(await this.ending.failTask(task, await mappedError(route, stage, { stage: 'task', http_status: httpStatus, body, message: code && message ? `${message} (${code})` : message })));
     }
-    if (status === 'completed') return ended(await this.complete(task, route, body));
-    return status;
+    if (status !== 'completed') return status;
+    if (!route.resultFetch) return ended(await this.complete(task, route, body, httpStatus));
+    // The output sits at a second URL (fal's response_url): its answer is the final one.
+    const call = { method: route.resultFetch.method, path: taskPath(route.resultFetch.path, task) };
+    let res: UpstreamResponse;
+    try {
+      const member = memberOf(route, task);
+      if (!member) throw new GatewayError(3001, `The pool member ${JSON.stringify(task.upstream_member)} that accepted the task is no longer configured for ${route.vendor}.`);
+      res = await route.pool.callMember(member, { ...call, traceparent: task.traceparent, stage: 'result' });
+    } catch (err) {
+      if (this.state.stopping) throw err;
+      return { retry: asGatewayError(this.d.logger, route, err), call };
+    }
+    if (res.status < 200 || res.status > 299) {
+      const message = await readOptional(p.errorMessage, res.body, res.status);
+      this.d.logger.warn({ task_id: task.id, vendor: route.vendor, ...call, http_status: res.status }, 'the result request of a completed task was refused');
+      return ended(await this.ending.failTask(task, await mappedError(route, 'result', { stage: 'result', http_status: res.status, body: res.body, message })));
+    }
+    return ended(await this.complete(task, route, res.body, res.status));
   }
 
   /** True when this call ended the task (completed, or failed for an unreadable result); false when it had already ended. */
-  private async complete(task: TaskRecord, route: AsyncRoutePlan, body: unknown): Promise<boolean> {
-    const result: Record<string, unknown> = {};
-    for (const [name, expr] of route.result) {
-      const read = resultFieldValue(name, await expr.evaluate(body, { request: task.request }).catch(() => undefined));
-      if (!read.ok) return (await this.ending.failTask(task, new GatewayError(3003, `The provider reported success but its answer ${read.reason}.`))) !== undefined;
-      result[name] = read.value;
-    }
+  private async complete(task: TaskRecord, route: AsyncRoutePlan, body: unknown, httpStatus: number): Promise<boolean> {
+    const read = await readResult(route, body, httpStatus, task.request);
+    if ('error' in read) return (await this.ending.failTask(task, read.error)) !== undefined;
+    const result = read.result;
     // The price is fixed before the transition, so a re-run of finalize() settles the same amount.
     const charge = await this.d.accounting.price({ ...task, result }, route, body);
     const done = await this.d.store.transition(task.id, ACTIVE, { status: 'completed', result, charge, finalized: false, updated_at: isoNow(this.d.clock), poll_failures: 0 });
@@ -146,4 +176,16 @@ export class TaskPolling {
     await this.ending.finalize(done);
     return true;
   }
+}
+
+/** True when a (non-2xx) poll answer's status is one the status_map maps: an answer, not a failed poll. */
+async function mapsStatus(route: AsyncRoutePlan, res: UpstreamResponse): Promise<boolean> {
+  const raw = await route.poll.status.evaluate(res.body, { http_status: res.status }).catch(() => undefined);
+  return raw !== undefined && raw !== null && String(raw) in route.poll.statusMap;
+}
+
+/** A result fetch without a usable answer: retried like a poll. */
+interface ResultRetry {
+  retry: GatewayError;
+  call: { method: string; path: string };
 }

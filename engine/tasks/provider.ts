@@ -7,9 +7,10 @@ import { GatewayError } from '../errors/gateway-error.ts';
 import { upstreamErrors } from '../metrics/metrics.ts';
 import { mapUpstreamError, UpstreamFailure, type UpstreamErrorFacts } from '../upstream/failure.ts';
 import type { PoolMember } from '../upstream/pool.ts';
+import type { CompiledExpr } from '../util/expr.ts';
 import type { TaskRecord } from './task.ts';
 
-export type AnswerStage = 'submit' | 'poll' | 'callback';
+export type AnswerStage = 'submit' | 'poll' | 'callback' | 'result';
 
 export function routeOf(routes: ReadonlyMap<string, AsyncRoutePlan>, task: TaskRecord): AsyncRoutePlan {
   const route = routes.get(task.route);
@@ -26,14 +27,10 @@ export function memberOf(route: AsyncRoutePlan, task: TaskRecord): PoolMember | 
   return task.upstream_member === undefined ? route.pool.first : route.pool.member(task.upstream_member);
 }
 
-/** An upstream path template (poll, cancel) with the upstream task id in it. */
-export function upstreamPath(template: string, upstreamTaskId: string): string {
-  return template.replace('{upstream_task_id}', encodeURIComponent(upstreamTaskId));
-}
-
-export async function readOptional(expr: { evaluate(input: unknown): Promise<unknown> } | undefined, body: unknown): Promise<string | undefined> {
+/** An optional string an answer may carry (an error message or code), `$http_status` bound when given. */
+export async function readOptional(expr: CompiledExpr | undefined, body: unknown, httpStatus?: number): Promise<string | undefined> {
   if (!expr || body === undefined) return undefined;
-  const v = await expr.evaluate(body).catch(() => undefined);
+  const v = await expr.evaluate(body, httpStatus === undefined ? undefined : { http_status: httpStatus }).catch(() => undefined);
   return v === undefined || v === null || v === '' ? undefined : String(v);
 }
 

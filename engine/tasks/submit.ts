@@ -25,6 +25,7 @@ import { pollDelay } from './poll.ts';
 import { asGatewayError, countedError, mappedError, readOptional, routeOf } from './provider.ts';
 import { ACTIVE, taskInfo, type TaskRecord } from './task.ts';
 import { throttled } from '../log/throttle.ts';
+import { checkTaskPaths, submitPathWithCallback, submitUrls } from './upstream-answers.ts';
 
 const STORE_CREATE = { [ATTR_DB_OPERATION_NAME]: 'tasks.create' };
 
@@ -155,12 +156,33 @@ export class TaskSubmission {
     const upstreamId = await this.acceptedId(task, route, sent.res);
     if (upstreamId === undefined) return;
     const { member } = sent;
-    const updated = await this.d.store.transition(id, ACTIVE, { upstream_task_id: upstreamId, upstream_member: member.id, checked_at: this.d.clock.now() });
+    const refs = await this.taskRefs(task, route, upstreamId, sent.res.body, member);
+    if (!refs) return;
+    const updated = await this.d.store.transition(id, ACTIVE, { ...refs, upstream_member: member.id, checked_at: this.d.clock.now() });
     if (updated) await this.d.scheduler.schedule(JOBS.poll, `${id}.p1`, { id, n: 1 }, pollDelay(route, task, this.d.clock.now()));
     // The task ended while it was being submitted (e.g. the safety net failed it): the provider
     // has just started work nobody will collect, so it is asked to stop it.
     // (A provider's push may also have completed it before this answer was recorded: nothing to stop then.)
-    else if ((await this.d.store.get(id))?.status !== 'completed') void this.cancellation.cancelUpstream({ ...task, upstream_task_id: upstreamId, upstream_member: member.id }, 'ended during submission');
+    else if ((await this.d.store.get(id))?.status !== 'completed') void this.cancellation.cancelUpstream({ ...task, ...refs, upstream_member: member.id }, 'ended during submission');
+  }
+
+  /**
+   * What later calls about the task are built from: its id and the URLs the answer names, their
+   * paths built once now. An answer that would steer a call off the member's base URL fails the
+   * task (3003) and nothing is ever sent there; undefined then.
+   */
+  private async taskRefs(task: TaskRecord, route: AsyncRoutePlan, upstreamId: string, answer: unknown, member: PoolMember): Promise<Pick<TaskRecord, 'upstream_task_id' | 'upstream_urls'> | undefined> {
+    const refs: Pick<TaskRecord, 'upstream_task_id' | 'upstream_urls'> = { upstream_task_id: upstreamId };
+    try {
+      refs.upstream_urls = await submitUrls(route, answer, member.client.baseUrl);
+      checkTaskPaths(route, refs);
+      return refs;
+    } catch (err) {
+      if (!(err instanceof GatewayError)) throw err;
+      this.d.logger.warn({ task_id: task.id, vendor: route.vendor, upstream_task_id: upstreamId, reason: err.detail }, 'the submit answer names a path the gateway refuses to call');
+      await this.ending.fail(task, err);
+      return undefined;
+    }
   }
 
   /** The submit request, through the route's pool, with the task's media spliced back in. */
@@ -172,14 +194,15 @@ export class TaskSubmission {
       // Another process (or this one before a restart) may have received the upload.
       if (media.length && this.d.sharedMedia) media.push(...(await adoptMedia(this.d.sharedMedia, media)));
       let body = await s.body.evaluate(task.request);
-      if (route.callback && task.callback_token) body = withField(body, route.callback.urlField, `${this.d.publicBaseUrl}/callbacks/${task.id}/${task.callback_token}`);
+      const callbackUrl = route.callback && task.callback_token ? `${this.d.publicBaseUrl}/callbacks/${task.id}/${task.callback_token}` : undefined;
+      if (callbackUrl && route.callback?.urlField) body = withField(body, route.callback.urlField, callbackUrl);
       // Large media the request holds as blobs are spliced back into the serialised body.
       const rawBody = media.length ? mediaBlobs.encodeJson(body) : undefined;
       // Every member tried gets the same key, so a provider that did take a "failed" try keeps one task.
       const headers = s.idempotencyHeader ? { ...s.headers, [s.idempotencyHeader]: task.id } : s.headers;
       // A try the provider did not accept goes to the next member within the task's deadline:
       // one hold for the task, taken at create, whatever the number of tries.
-      sent = await route.pool.call({ method: s.method, path: s.path, body, rawBody, headers, traceparent: task.traceparent, stage: 'submit' }, {
+      sent = await route.pool.call({ method: s.method, path: submitPathWithCallback(route, callbackUrl), body, rawBody, headers, traceparent: task.traceparent, stage: 'submit' }, {
         until: task.deadline_at,
         onFailover: (from, reason) => this.d.logger.warn({ task_id: task.id, vendor: route.vendor, member: from.id, reason }, 'submission failed over to the next pool member'),
       });

@@ -19,6 +19,8 @@ export interface TaskRecord {
   /** The validated client request (defaults applied). */
   request: Record<string, unknown>;
   upstream_task_id?: string;
+  /** Paths under the accepting member's base URL of the URLs the submit answer named (upstream.submit.urls), by name. */
+  upstream_urls?: Record<string, string>;
   /** The upstream pool member that accepted the task (config upstreams.<vendor>.members[].id): its polls and cancel go there. */
   upstream_member?: string;
   /** Result fields (images, videos, audios, ...) once completed. */

@@ -16,9 +16,8 @@ import { LoadError, type Problem, type YamlSource } from '../config/yaml-source.
 import type { GatewayConfig } from '../config/types.ts';
 import { compileVendors } from '../descriptors/compile.ts';
 import { compileExpr, ExprError, type CompiledExpr } from '../util/expr.ts';
-import { resultFieldValue } from '../descriptors/result-fields.ts';
 import { loadVendorFile, type LoadedVendor } from '../descriptors/load-descriptors.ts';
-import { TASK_STATUSES, type RouteSpec, type TaskStatus } from '../descriptors/types.ts';
+import { TASK_STATUSES, type RouteSpec } from '../descriptors/types.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { createUpstreamAgent } from '../upstream/client.ts';
 import { systemClock } from '../util/clock.ts';
@@ -27,7 +26,8 @@ import type { RequestValidator } from '../validation/request-validator.ts';
 import { checkTargets, fallbackConfig, type TargetOptions } from './check-sources.ts';
 import { rootFieldRefs } from './expr-refs.ts';
 import { escapePointer, finding, sortFindings, type CheckName, type Finding, type Severity } from './findings.ts';
-import { fillFixture, POLL_FIXTURE_STATES, SUBMIT_FIXTURES, unknownPlaceholders } from './fixtures.ts';
+import { unknownPlaceholders } from './fixtures.ts';
+import { describeValue as describe, runRouteFixtures } from '../sandbox/fixture-run.ts';
 import { declaredProperties, inlineRefs, isObject, lookupField, refsIn, registryFromDir, requestSchemaBase, resolveRef, type SchemaRegistry } from '../validation/json-schema.ts';
 import { compileRoutePricing, PricingConfigError, type PricePlan } from './price.ts';
 import { routeValidator } from './validate.ts';
@@ -260,7 +260,7 @@ async function checkRoute(v: LoadedVendor, r: RouteSpec, p: string, c: RouteChec
   }
   const up = r.upstream ?? {};
   onRequest(`${p}/upstream/submit/body`, up.submit?.body);
-  onRequest(`${p}/upstream/cancel/body`, up.cancel?.body);
+  onRequest(`${p}/upstream/cancel/body`, typeof up.cancel === 'object' ? up.cancel.body : undefined);
   const pricing = isObject(r.pricing) ? r.pricing : undefined;
   if (pricing) {
     const unitPrice = pricing.unit_price;
@@ -272,13 +272,14 @@ async function checkRoute(v: LoadedVendor, r: RouteSpec, p: string, c: RouteChec
     c.factsOnly(`${p}/upstream/errors/${j}/detail`, e.detail);
   });
   // Expressions on upstream answers: compiled here, tried on the fixtures below.
-  const taskId = compile(`${p}/upstream/submit/task_id`, up.submit?.task_id);
-  const accept = compile(`${p}/upstream/submit/accept`, up.submit?.accept);
+  compile(`${p}/upstream/submit/task_id`, up.submit?.task_id);
+  compile(`${p}/upstream/submit/accept`, up.submit?.accept);
   compile(`${p}/upstream/submit/error_message`, up.submit?.error_message);
-  const status = compile(`${p}/upstream/poll/status`, up.poll?.status);
-  const errorMessage = compile(`${p}/upstream/poll/error_message`, up.poll?.error_message);
-  const errorCode = compile(`${p}/upstream/poll/error_code`, up.poll?.error_code);
-  const result = Object.entries(r.result ?? {}).map(([name, s]) => [name, compile(`${p}/result/${escapePointer(name)}`, s)] as const);
+  for (const [name, source] of Object.entries(up.submit?.urls ?? {})) compile(`${p}/upstream/submit/urls/${escapePointer(name)}`, source);
+  compile(`${p}/upstream/poll/status`, up.poll?.status);
+  compile(`${p}/upstream/poll/error_message`, up.poll?.error_message);
+  compile(`${p}/upstream/poll/error_code`, up.poll?.error_code);
+  for (const [name, f] of Object.entries(r.result ?? {})) compile(`${p}/result/${escapePointer(name)}${typeof f === 'string' ? '' : '/from'}`, typeof f === 'string' ? f : f.from);
   const submitBody = up.submit?.body === undefined ? undefined : safeCompile(up.submit.body);
 
   // Status map: every task state reachable.
@@ -322,77 +323,14 @@ async function checkRoute(v: LoadedVendor, r: RouteSpec, p: string, c: RouteChec
     }
   }
 
-  // Fixtures: what the sandbox plays, read by the route's mappings.
+  // Fixtures: run end to end as the gateway and the sandbox would play them (serve refuses the same errors).
   let succeededResult: Record<string, unknown> | undefined;
   let succeededFixture: unknown;
   if (r.kind === 'async') {
-    const fx = v.fixtures.get(r.id);
-    const where = `${c.fixtureDir}/${r.id}`;
-    if (!fx || fx.size === 0) {
-      at('fixture', p, `no fixtures in ${where}/: the sandbox cannot play this route and its mappings are untested`);
-    } else {
-      for (const [name, sev] of [['created', 'error'], ['succeeded', 'error'], ['failed', 'warning'], ['running', 'warning']] as const) {
-        if (!fx.has(name)) at('fixture', p, `no ${where}/${name}.json${name === 'failed' ? ': [sandbox:fail] cannot be played' : name === 'running' ? ': polls before the outcome answer with created.json' : ''}`, sev);
-      }
-      if (up.cancel && !fx.has('cancelled')) at('fixture', `${p}/upstream/cancel`, `no ${where}/cancelled.json: after a cancel the sandbox plays failed.json`, 'warning');
-      const created = fx.get('created');
-      if (created !== undefined) {
-        const body = fillFixture(created);
-        if (taskId) {
-          const id = await tryEval(taskId, body);
-          if (id.error) at('fixture', `${p}/upstream/submit/task_id`, `fails on ${where}/created.json: ${id.error}`);
-          else if (!((typeof id.value === 'string' && id.value !== '') || typeof id.value === 'number')) at('fixture', `${p}/upstream/submit/task_id`, `reads ${describe(id.value)} from ${where}/created.json, not a task id`);
-        }
-        if (accept) {
-          const ok = await tryEval(accept, body);
-          if (ok.error || !ok.value) at('fixture', `${p}/upstream/submit/accept`, `is not true for ${where}/created.json${ok.error ? `: ${ok.error}` : ''}: the gateway would refuse every submission`);
-        }
-      }
-      if (status && up.poll) {
-        for (const [name, raw] of fx) {
-          if (SUBMIT_FIXTURES.has(name)) continue;
-          const body = fillFixture(raw);
-          const got = await tryEval(status, body);
-          if (got.error) {
-            at('fixture', `${p}/upstream/poll/status`, `fails on ${where}/${name}.json: ${got.error}`);
-            continue;
-          }
-          const key = typeof got.value === 'string' || typeof got.value === 'number' ? String(got.value) : undefined;
-          const state: TaskStatus | undefined = key === undefined ? undefined : up.poll.status_map[key];
-          if (!state) {
-            at('fixture', `${p}/upstream/poll/status`, `reads ${describe(got.value)} from ${where}/${name}.json, which status_map does not map (it maps: ${Object.keys(up.poll.status_map).join(', ')})`);
-            continue;
-          }
-          const expected = POLL_FIXTURE_STATES[name];
-          if (expected && state !== expected) at('fixture', `${p}/upstream/poll/status_map`, `${where}/${name}.json is the sandbox's ${name} answer, but its status "${key}" maps onto "${state}", not "${expected}"`);
-          if (state === 'completed') {
-            succeededFixture = body;
-            succeededResult = {};
-            for (const [field, expr] of result) {
-              if (!expr) continue;
-              // As the lifecycle does: `$request` bound, then the engine's own reading of the value.
-              const got = await tryEval(expr, body, { request: valid[0]?.value ?? {} });
-              const pointer = `${p}/result/${escapePointer(field)}`;
-              if (got.error) {
-                at('fixture', pointer, `fails on ${where}/${name}.json: ${got.error}`);
-                continue;
-              }
-              const read = resultFieldValue(field, got.value);
-              if (read.ok) succeededResult[field] = read.value;
-              else at('fixture', pointer, `reads ${describe(got.value)} from ${where}/${name}.json: the answer ${read.reason}, so the gateway would fail a completed task with 3003`);
-            }
-          }
-          // A cancelled task carries no upstream error: the gateway's own (4008) explains it.
-          if (state === 'failed' && name !== 'cancelled') {
-            for (const [expr, field] of [[errorMessage, 'error_message'], [errorCode, 'error_code']] as const) {
-              if (!expr) continue;
-              const got = await tryEval(expr, body);
-              if (got.error || got.value === undefined || got.value === null || got.value === '') at('fixture', `${p}/upstream/poll/${field}`, `reads nothing from ${where}/${name}.json${got.error ? `: ${got.error}` : ''}: failed tasks would carry no upstream ${field === 'error_code' ? 'code' : 'message'}`, 'warning');
-            }
-          }
-        }
-      }
-    }
+    const run = await runRouteFixtures(r, p, v.fixtures.get(r.id), `${c.fixtureDir}/${r.id}`, valid[0]?.value ?? {});
+    for (const f of run.findings) at('fixture', f.pointer, f.message, f.severity);
+    succeededResult = run.result;
+    succeededFixture = run.final;
   }
 
   // Pricing: compiles, and prices every valid example (hold, and settle on the succeeded fixture).
@@ -459,12 +397,6 @@ async function tryEval(expr: CompiledExpr, input: unknown, bindings: Record<stri
   } catch (err) {
     return { error: (err as Error).message };
   }
-}
-
-function describe(v: unknown): string {
-  if (v === undefined) return 'nothing';
-  const s = JSON.stringify(v) ?? String(v);
-  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
 }
 
 function reason(err: unknown): string {

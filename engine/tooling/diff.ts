@@ -154,7 +154,7 @@ function diffVendor(vendor: string, o: VendorDescriptor, n: VendorDescriptor, ch
   for (const l of leafDiff(o.upstream, n.upstream, 'upstream')) changes.push({ class: 'upstream', subject, field: l.path, message: l.text });
   for (const l of leafDiff(o.sandbox, n.sandbox, 'sandbox')) changes.push({ class: 'upstream', subject, field: l.path, message: `${l.text} (sandbox only)` });
   for (const k of ['title', 'description'] as const) {
-    if (o[k] !== n[k]) changes.push({ class: 'docs', subject, field: k, message: `${k} changed` });
+    if (o[k] !== n[k]) changes.push({ class: 'docs', subject, field: k, message: 'changed' });
   }
   if (o.format !== n.format) changes.push({ class: 'upstream', subject, field: 'format', message: `descriptor format ${o.format} → ${n.format}` });
 }
@@ -217,28 +217,33 @@ async function diffRoute(key: string, o: Located, n: Located, changes: Change[])
   if (!isDeepStrictEqual(qo?.examples, qn?.examples)) add('docs', 'request examples changed');
 
   // The response: result fields beside task_info.
-  const res0 = isObject(ro.result) ? (ro.result as Record<string, string>) : {};
-  const res1 = isObject(rn.result) ? (rn.result as Record<string, string>) : {};
+  const res0 = isObject(ro.result) ? (ro.result as Record<string, unknown>) : {};
+  const res1 = isObject(rn.result) ? (rn.result as Record<string, unknown>) : {};
   for (const f of Object.keys(res0)) {
-    if (!(f in res1)) add('breaking', `result field ${f} removed from completed tasks`, f);
-    else if (res0[f] !== res1[f]) add('upstream', `result mapping changed: \`${oneLine(String(res0[f]))}\` → \`${oneLine(String(res1[f]))}\``, `result.${f}`);
+    if (!(f in res1)) add('breaking', 'result field removed from completed tasks', `result.${f}`);
+    else if (!isDeepStrictEqual(res0[f], res1[f])) {
+      const was = resultSource(res0[f]);
+      const now = resultSource(res1[f]);
+      if (was.from !== now.from) add('upstream', `mapping changed: \`${oneLine(was.from)}\` → \`${oneLine(now.from)}\``, `result.${f}`);
+      if (!was.optional && now.optional) add('breaking', 'now optional: a completed task may leave it out', `result.${f}`);
+      if (was.optional && !now.optional) add('upstream', 'now required: a completed answer without it fails the task with 3003', `result.${f}`);
+    }
   }
-  for (const f of Object.keys(res1)) if (!(f in res0)) add('compatible', `result field ${f} added to completed tasks`, f);
+  for (const f of Object.keys(res1)) if (!(f in res0)) add('compatible', 'result field added to completed tasks', `result.${f}`);
 
   // The upstream side. An upstream cancel added or removed changes what a 4008 does at the provider: say so.
   const { cancel: co, ...upo } = ro.upstream ?? {};
   const { cancel: cn, ...upn } = rn.upstream ?? {};
   for (const l of leafDiff(upo, upn, 'upstream')) add('upstream', l.text, l.path);
-  if (!co && cn) add('upstream', `upstream cancel added: \`${cn.method ?? 'POST'} ${cn.path}\` is sent when the safety net fails a task (4008)`, 'upstream.cancel');
-  else if (co && !cn) add('upstream', 'upstream cancel removed: a task the safety net fails (4008) is no longer cancelled at the provider', 'upstream.cancel');
-  else for (const l of leafDiff(co, cn, 'upstream.cancel')) add('upstream', l.text, l.path);
+  if (isObject(co) && isObject(cn)) for (const l of leafDiff(co, cn, 'upstream.cancel')) add('upstream', l.text, l.path);
+  else if (!isDeepStrictEqual(co, cn)) add(cn === 'none' ? 'breaking' : co === 'none' ? 'compatible' : 'upstream', `${cancelPolicy(co)} → ${cancelPolicy(cn)}`, 'upstream.cancel');
   // Proxy routes: token prices are billing; the rest is how the upstream is called.
   const { token_prices: tpo, ...pxo } = ro.proxy ?? ({} as NonNullable<RouteSpec['proxy']>);
   const { token_prices: tpn, ...pxn } = rn.proxy ?? ({} as NonNullable<RouteSpec['proxy']>);
   for (const l of leafDiff(pxo, pxn, 'proxy')) add('upstream', l.text, l.path);
   for (const l of leafDiff(tpo, tpn, 'proxy.token_prices')) add('billing', l.text, l.path);
   if (!isDeepStrictEqual(qo?.normalise, qn?.normalise)) {
-    for (const l of leafDiff(qo?.normalise, qn?.normalise, 'request.normalise')) add(l.text.includes(' removed') ? 'breaking' : 'compatible', `${l.text} (how values are normalised before validation)`, l.path);
+    for (const l of leafDiff(qo?.normalise, qn?.normalise, 'request.normalise')) add(l.text.startsWith('removed') ? 'breaking' : 'compatible', `${l.text} (how values are normalised before validation)`, l.path);
   }
   if (!isDeepStrictEqual(qo?.media, qn?.media)) add('breaking', 'media checks changed (cannot prove compatible)', 'request.media');
   if (ro.max_execution_ms !== rn.max_execution_ms) add('upstream', `safety-net timeout changed from ${ro.max_execution_ms ?? 'the default'} to ${rn.max_execution_ms ?? 'the default'} ms`, 'max_execution_ms');
@@ -260,9 +265,24 @@ export function leafDiff(a: unknown, b: unknown, path: string): Leaf[] {
     for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) out.push(...leafDiff(a[k], b[k], `${path}.${k}`));
     return out;
   }
-  if (a === undefined) return [{ path, text: `${path} added: ${fmt(b)}` }];
-  if (b === undefined) return [{ path, text: `${path} removed (was ${fmt(a)})` }];
-  return [{ path, text: `${path}: ${fmt(a)} → ${fmt(b)}` }];
+  // The report names the field beside the text (Change.field): the text does not repeat it.
+  if (a === undefined) return [{ path, text: `added: ${fmt(b)}` }];
+  if (b === undefined) return [{ path, text: `removed (was ${fmt(a)})` }];
+  return [{ path, text: `${fmt(a)} → ${fmt(b)}` }];
+}
+
+/** A result field's expression and whether it is optional, whichever form it is written in. */
+function resultSource(f: unknown): { from: string; optional: boolean } {
+  if (isObject(f)) return { from: String(f.from ?? ''), optional: f.optional === true };
+  return { from: String(f ?? ''), optional: false };
+}
+
+/** What a client's cancel (4009) and the safety net (4008) do upstream under a cancel policy. */
+function cancelPolicy(c: unknown): string {
+  if (isObject(c)) return `\`${String(c.method ?? 'POST')} ${String(c.path)}\` is sent to the provider`;
+  if (c === 'none') return 'a client cancel is refused (409 / 2006)';
+  if (c === 'local') return 'cancelled on the gateway only (the provider may still bill)';
+  return 'nothing declared (cancelled on the gateway only)';
 }
 
 function fmt(v: unknown): string {

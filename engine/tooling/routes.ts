@@ -37,12 +37,20 @@ export async function routeTable(descriptors: readonly VendorDescriptor[], credi
         rows.push({ ...base, method: r.method, path: p, kind: r.kind, status, price, ...(p === path ? {} : { of: `alias of ${path}` }) });
         if (r.kind === 'async') {
           rows.push({ ...base, method: 'GET', path: `${p}/{task_id}`, kind: 'task', status: 200, price: '—', of: `tasks of ${r.id}` });
-          rows.push({ ...base, method: 'POST', path: `${p}/{task_id}/cancel`, kind: 'cancel', status: 200, price: '—', of: `tasks of ${r.id}` });
+          rows.push({ ...base, method: 'POST', path: `${p}/{task_id}/cancel`, kind: 'cancel', status: r.upstream?.cancel === 'none' ? 409 : 200, price: '—', of: `tasks of ${r.id}; ${cancelShown(r)}` });
         }
       }
     }
   }
   return rows;
+}
+
+/** What the route's cancel policy (upstream.cancel) does, in a table cell. */
+function cancelShown(r: RouteSpec): string {
+  const c = r.upstream?.cancel;
+  if (typeof c === 'object') return `cancel sent upstream: ${c.method ?? 'POST'} ${c.path}`;
+  if (c === 'none') return 'not cancellable (2006): the task runs on';
+  return 'cancelled locally: the provider may still bill';
 }
 
 /** The pricing summary, and the range of the route's example prices when it has examples. */

@@ -106,15 +106,19 @@ routes:
         path: /api/v1/generations/{upstream_task_id}
         interval_ms: 2000
         status: output.status
-        status_map: { QUEUED: pending, RUNNING: processing, SUCCEEDED: completed, FAILED: failed }
+        status_map: { QUEUED: pending, RUNNING: processing, SUCCEEDED: completed, FAILED: failed, CANCELED: failed }
         error_message: output.message
         error_code: output.code
-      # If the provider can stop a task, say how: the safety net then sends it once when it fails
-      # a task with 4008 (same base URL and auth as the poll). Map the status a cancelled task
-      # then reports onto failed, and add fixtures/generation/cancelled.json for the sandbox.
-      # cancel:
-      #   method: POST                      # or DELETE, PUT
-      #   path: /api/v1/generations/{upstream_task_id}/cancel
+      # Required: what a cancel does upstream. This request is sent once, best-effort, when the
+      # client cancels the task (POST .../generation/{task_id}/cancel, 4009) and when the safety
+      # net fails it (4008), with the poll's base URL and auth; the task's failure and the release
+      # of its hold never wait for it. fixtures/generation/cancelled.json is what polls answer
+      # after it. A provider without a cancel: \`cancel: local\` (the task ends on the gateway
+      # only, hold released; the provider may still finish and bill it), or \`cancel: none\` (a
+      # client's cancel is refused with 409 / 2006 and the task runs on).
+      cancel:
+        method: POST                      # or DELETE, PUT
+        path: /api/v1/generations/{upstream_task_id}/cancel
     result:
       images: output.results.url
     pricing:
@@ -138,6 +142,7 @@ routes:
       output: { task_id: id, status: 'SUCCEEDED', submit_time: '{{now_iso}}', end_time: '{{now_iso}}', results: [{ url: `{{files_url}}/${id}/0.png` }] },
       usage: { image_count: 1 },
     }),
+    [`${f}/cancelled.json`]: json({ request_id: `req-${id}`, output: { task_id: id, status: 'CANCELED', end_time: '{{now_iso}}' } }),
     [`${f}/failed.json`]: json({
       request_id: `req-${id}`,
       output: { task_id: id, status: 'FAILED', code: 'DataInspectionFailed', message: 'The input was rejected by content inspection.', end_time: '{{now_iso}}' },

@@ -5,7 +5,8 @@ import { GatewayError } from '../errors/gateway-error.ts';
 import type { CompiledExpr } from '../util/expr.ts';
 
 /** `cancel` is the best-effort cancel request (TaskLifecycle.cancelUpstream): logged, never mapped onto a task error. */
-export type UpstreamStage = 'submit' | 'poll' | 'task' | 'cancel';
+/** `result` is upstream.result, the second request that fetches a completed task's output. */
+export type UpstreamStage = 'submit' | 'poll' | 'task' | 'cancel' | 'result';
 
 /** A failure to get a usable answer at all: network, timeout, unparseable body. */
 export class UpstreamFailure extends Error {

@@ -41,6 +41,7 @@ routes:
         status: output.task_status
         status_map: { PENDING: pending, RUNNING: processing, SUCCEEDED: completed, FAILED: failed }
         error_message: output.message
+      cancel: local
     result:
       images: output.results.url
     pricing: { unit: image, unit_price: "0.01", quantity: count }

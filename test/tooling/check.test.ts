@@ -1,7 +1,7 @@
 // `gateway check`: one bad descriptor per check, each starting from the scaffold (which passes)
 // and broken in exactly one way; findings must name the check, the file, the line and the pointer.
 import { expect } from 'chai';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { runChecks } from '../../engine/tooling/checks.ts';
 import type { Finding } from '../../engine/tooling/findings.ts';
@@ -142,6 +142,7 @@ describe('gateway check', () => {
     const dir = vendorsDir();
     editDescriptor(dir, 'acme', (d) => {
       delete d.routes[0].upstream.poll.status_map.FAILED;
+      delete d.routes[0].upstream.poll.status_map.CANCELED;
     });
     const f = only((await check(dir)).findings, 'status-map');
     expect(f).to.have.length(1);
@@ -240,9 +241,10 @@ describe('gateway check', () => {
       d.routes[0].upstream.poll.status_map.CANCELED = 'failed';
       d.routes[0].upstream.cancel = { path: '/api/v1/cancel' };
     });
+    rmSync(join(dir, 'acme/fixtures/generation/cancelled.json'));
     let report = await check(dir);
     expect(only(report.findings, 'engine').map((x) => [x.pointer, x.message])).to.deep.equal([
-      ['/routes/0/upstream/cancel', 'the cancel request must name the task: {upstream_task_id} in its path, or $upstream_task_id in its body'],
+      ['/routes/0/upstream/cancel', 'the cancel request must name the task: a placeholder in its path, or $upstream_task_id in its body'],
     ]);
     expect(report.findings.filter((x) => x.severity === 'warning').map((x) => x.message)).to.deep.equal([
       `no ${relative(process.cwd(), join(dir, 'acme/fixtures/generation'))}/cancelled.json: after a cancel the sandbox plays failed.json`,

@@ -143,44 +143,57 @@ describe('gateway diff', () => {
       const removed = await pair((d) => {
         d.routes[0].result = { thumbnails: 'output.results.url' };
       });
-      expect(summary(removed.report.changes)).to.deep.equal(['breaking images: result field images removed from completed tasks', 'compatible thumbnails: result field thumbnails added to completed tasks']);
+      expect(summary(removed.report.changes)).to.deep.equal(['breaking result.images: result field removed from completed tasks', 'compatible result.thumbnails: result field added to completed tasks']);
       const mapped = await pair((d) => {
         d.routes[0].result.images = 'output.results[0].url';
       });
-      expect(summary(mapped.report.changes)).to.deep.equal(['upstream result.images: result mapping changed: `output.results.url` → `output.results[0].url`']);
+      expect(summary(mapped.report.changes)).to.deep.equal(['upstream result.images: mapping changed: `output.results.url` → `output.results[0].url`']);
     });
 
     it('upstream mapping changes (submit body, poll cadence, status map, vendor auth) are upstream, not breaking', async () => {
       const { report } = await pair((d) => {
         d.routes[0].upstream.submit.body = '{ "model": "acme-image-2", "input": { "prompt": prompt } }';
         d.routes[0].upstream.poll.interval_ms = 5000;
-        d.routes[0].upstream.poll.status_map.CANCELED = 'failed';
+        d.routes[0].upstream.poll.status_map.CANCELED = 'processing';
         d.upstream.auth = { scheme: 'header', header: 'X-Api-Key', credential: 'api_key' };
       });
       expect(report.counts).to.include({ breaking: 0, compatible: 0, upstream: 5 });
       const msgs = summary(report.changes);
-      expect(msgs).to.include('upstream upstream.poll.interval_ms: upstream.poll.interval_ms: `2000` → `5000`');
-      expect(msgs).to.include('upstream upstream.poll.status_map.CANCELED: upstream.poll.status_map.CANCELED added: `failed`');
-      expect(msgs.some((m) => m.startsWith('upstream upstream.submit.body: upstream.submit.body: `{ "model": "acme-image-1"'))).to.equal(true);
+      // The field is named once, beside the text.
+      expect(msgs).to.include('upstream upstream.poll.interval_ms: `2000` → `5000`');
+      expect(msgs).to.include('upstream upstream.poll.status_map.CANCELED: `failed` → `processing`');
+      expect(msgs.some((m) => m.startsWith('upstream upstream.submit.body: `{ "model": "acme-image-1"'))).to.equal(true);
       expect(report.changes.find((c) => c.field === 'upstream.auth.scheme')).to.include({ subject: 'vendor acme', class: 'upstream' });
     });
 
-    it('an upstream cancel added, changed or removed: an upstream change that says what a 4008 then does', async () => {
+    it('the cancel policy: a request changed is upstream; local is upstream; none (a client cancel refused) is breaking', async () => {
       const del = await pair((d) => {
         d.routes[0].upstream.cancel = { method: 'DELETE', path: '/api/v1/generations/{upstream_task_id}' };
       });
-      expect(del.report.counts).to.include({ breaking: 0, compatible: 0, upstream: 1 });
-      expect(summary(del.report.changes)).to.deep.equal(['upstream upstream.cancel: upstream cancel added: `DELETE /api/v1/generations/{upstream_task_id}` is sent when the safety net fails a task (4008)']);
-      const post = await pair((d) => {
-        d.routes[0].upstream.cancel = { path: '/api/v1/generations/{upstream_task_id}/cancel' };
-      });
-      const changed = await diffSets(folderSet(post.newDir, 'a'), folderSet(del.newDir, 'b'));
-      expect(summary(changed.changes)).to.deep.equal([
-        'upstream upstream.cancel.path: upstream.cancel.path: `/api/v1/generations/{upstream_task_id}/cancel` → `/api/v1/generations/{upstream_task_id}`',
-        'upstream upstream.cancel.method: upstream.cancel.method added: `DELETE`',
+      expect(summary(del.report.changes)).to.deep.equal([
+        'upstream upstream.cancel.method: `POST` → `DELETE`',
+        'upstream upstream.cancel.path: `/api/v1/generations/{upstream_task_id}/cancel` → `/api/v1/generations/{upstream_task_id}`',
       ]);
-      const removed = await diffSets(folderSet(post.newDir, 'a'), folderSet(post.oldDir, 'b'));
-      expect(summary(removed.changes)).to.deep.equal(['upstream upstream.cancel: upstream cancel removed: a task the safety net fails (4008) is no longer cancelled at the provider']);
+      const local = await pair((d) => {
+        d.routes[0].upstream.cancel = 'local';
+      });
+      expect(summary(local.report.changes)).to.deep.equal(['upstream upstream.cancel: `POST /api/v1/generations/{upstream_task_id}/cancel` is sent to the provider → cancelled on the gateway only (the provider may still bill)']);
+      const none = await pair((d) => {
+        d.routes[0].upstream.cancel = 'none';
+      });
+      expect(none.report.counts).to.include({ breaking: 1 });
+      expect(summary(none.report.changes)).to.deep.equal(['breaking upstream.cancel: `POST /api/v1/generations/{upstream_task_id}/cancel` is sent to the provider → a client cancel is refused (409 / 2006)']);
+    });
+
+    it('a result fetch and an optional result field are shown', async () => {
+      const { report } = await pair((d) => {
+        d.routes[0].upstream.result = { path: '/api/v1/generations/{upstream_task_id}/result' };
+        d.routes[0].result = { images: { from: 'output.results.url', optional: true } };
+      });
+      expect(summary(report.changes)).to.deep.equal([
+        'breaking result.images: now optional: a completed task may leave it out',
+        'upstream upstream.result: added: `{"path":"/api/v1/generations/{upstream_task_id}/result"}`',
+      ]);
     });
 
     it('summary and model_name: docs, and breaking for webhook consumers', async () => {
@@ -202,7 +215,7 @@ describe('gateway diff', () => {
       });
       expect(report.counts).to.include({ breaking: 0, billing: 2 });
       expect(summary(report.changes.filter((c) => c.class === 'billing'))).to.deep.equal([
-        'billing pricing.unit_price.table.1024*1024: pricing.unit_price.table.1024*1024: `0.04` → `0.05`',
+        'billing pricing.unit_price.table.1024*1024: `0.04` → `0.05`',
         'billing -: example {"prompt":"a red bicycle against a white wall"}: 0.04 USD (4.00 credits) = 1 image x 0.04 USD (1024*1024) → 0.05 USD (5.00 credits) = 1 image x 0.05 USD (1024*1024) (+25%)',
       ]);
       const t = report.prices[0]!;
