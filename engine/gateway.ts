@@ -166,7 +166,12 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     rateCounters: stores.rateCounters,
     config: config.limits as LimitsConfigInput,
     clock,
-    tenantOverrides: async (id) => (await tenants.getTenant(id).catch(() => undefined))?.limits,
+    // A tenant that does not exist has none; a store that cannot be read is the request's 503,
+    // never the defaults in place of the tenant's own limits.
+    tenantOverrides: async (id) => (await tenants.getTenant(id).catch((err: unknown) => {
+      if (err instanceof GatewayError && err.code === 2005) return undefined;
+      throw err;
+    }))?.limits,
   });
   const webhooks = createWebhooks({
     store: stores.webhooks,
@@ -338,6 +343,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       metrics?.server.close();
       metrics?.server.closeAllConnections();
       await Promise.all([lifecycle.flushWithdrawals(CUT_WAIT_MS), requestCharges.flush(CUT_WAIT_MS)]);
+      limits.close();
       await stores.close(0);
       await webhooks.close();
       await sandbox?.close();

@@ -128,7 +128,7 @@ export function mountAdminBillingRoutes(router: Router, deps: BillingRouteDeps):
     const body = (await limits(req.body ?? {})) as TenantLimitsInput;
     if (typeof body.daily_spend_credits === 'string') milli(body.daily_spend_credits, '/daily_spend_credits');
     await deps.tenants.setLimits(id, Object.keys(body).length ? body : undefined);
-    deps.limits.invalidate(id);
+    await deps.limits.invalidate(id);
     res.json(await limitsView(deps, id));
   });
 }

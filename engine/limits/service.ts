@@ -22,9 +22,19 @@ export interface LimitsServiceOptions {
   clock?: Clock;
   /** The store's request-rate counters (memoryRateCounters, redisRateCounters). */
   rateCounters: RateCountersFactory;
-  /** A tenant's own limits set at run time (admin API); read at most every `overridesTtlMs`. */
+  /**
+   * A tenant's own limits set at run time (admin API), or undefined for none. Rejects when the
+   * store cannot be read: the request then gets the outage answer, never the defaults.
+   */
   tenantOverrides?: (tenantId: string) => Promise<TenantLimitsInput | undefined>;
+  /** A tenant's overrides are read again after this long at most (default 5 s). */
   overridesTtlMs?: number;
+  /**
+   * How often the shared overrides version is read (default 250 ms): a change made by any
+   * process is seen by every other within this (plus a round trip). Cached overrides are used
+   * only while the version was read within OVERRIDES_TRUST_MS.
+   */
+  overridesCheckMs?: number;
 }
 
 export interface RequestIdentity {
@@ -35,6 +45,14 @@ export interface RequestIdentity {
 }
 
 const DAY_MS = 86_400_000;
+/** Cached overrides are trusted while the shared version was read this recently. */
+const OVERRIDES_TRUST_MS = 1000;
+
+interface CachedOverrides {
+  at: number;
+  value: TenantLimitsInput | undefined;
+  merged: Map<string, EffectiveLimits>;
+}
 
 /**
  * Daily-spend accounting hooked into holds and settlements: BillingService's `spend`, which
@@ -56,7 +74,12 @@ export class LimitsService implements SpendGuard {
   private readonly rates: RateLimits;
   private readonly tenantOverrides: LimitsServiceOptions['tenantOverrides'];
   private readonly overridesTtlMs: number;
-  private readonly overrides = new Map<string, { at: number; value: TenantLimitsInput | undefined; merged: Map<string, EffectiveLimits> }>();
+  private readonly overrides = new Map<string, CachedOverrides>();
+  /** The shared overrides version last read, when, and a count of cache clears (see effective()). */
+  private version: number | undefined;
+  private versionReadAt = 0;
+  private generation = 0;
+  private readonly watcher: NodeJS.Timeout | undefined;
 
   constructor(opts: LimitsServiceOptions) {
     this.store = opts.store;
@@ -65,6 +88,34 @@ export class LimitsService implements SpendGuard {
     this.rates = new RateLimits(opts.rateCounters, this.clock);
     this.tenantOverrides = opts.tenantOverrides;
     this.overridesTtlMs = opts.overridesTtlMs ?? 5_000;
+    if (this.tenantOverrides) {
+      this.watcher = setInterval(() => void this.checkVersion(), opts.overridesCheckMs ?? 250).unref();
+      void this.checkVersion();
+    }
+  }
+
+  /** Stops reading the overrides version. */
+  close(): void {
+    if (this.watcher) clearInterval(this.watcher);
+  }
+
+  /**
+   * Reads the shared overrides version; when it moved, every cached override is dropped. A read
+   * that fails leaves the cache untrusted once OVERRIDES_TRUST_MS has passed (effective() then
+   * reads the tenant's overrides, and a store still away answers that request 503).
+   */
+  private async checkVersion(): Promise<void> {
+    const startedAt = Date.now();
+    const version = await this.store.overridesVersion().catch(() => undefined);
+    if (version === undefined) return;
+    if (version !== this.version) this.forgetAll();
+    this.version = version;
+    this.versionReadAt = startedAt;
+  }
+
+  private forgetAll(): void {
+    this.overrides.clear();
+    this.generation++;
   }
 
   /** The limits in force for a tenant (and model), its run-time overrides included. */
@@ -72,10 +123,15 @@ export class LimitsService implements SpendGuard {
     if (!this.tenantOverrides) return this.config.forTenant(tenantId, model);
     const now = this.clock.now();
     let cached = this.overrides.get(tenantId);
-    if (!cached || now - cached.at >= this.overridesTtlMs) {
+    if (!cached || now - cached.at >= this.overridesTtlMs || Date.now() - this.versionReadAt > OVERRIDES_TRUST_MS) {
+      // A read that started before the cache was cleared may hold overrides older than the
+      // change that cleared it: it serves its own request but is not cached.
+      const generation = this.generation;
       cached = { at: now, value: await this.tenantOverrides(tenantId), merged: new Map() };
-      if (this.overrides.size > 10_000) this.overrides.clear();
-      this.overrides.set(tenantId, cached);
+      if (generation === this.generation) {
+        if (this.overrides.size > 10_000) this.overrides.clear();
+        this.overrides.set(tenantId, cached);
+      }
     }
     // Merged once per tenant and model while the overrides are cached (stable objects, too).
     const key = model ?? '';
@@ -87,9 +143,14 @@ export class LimitsService implements SpendGuard {
     return eff;
   }
 
-  /** Forget a tenant's cached overrides (they were just changed in this process). */
-  invalidate(tenantId: string): void {
+  /**
+   * A tenant's overrides were just changed (in this process): forget them here, and bump the
+   * shared version so every other process forgets its cached overrides within overridesCheckMs.
+   */
+  async invalidate(tenantId: string): Promise<void> {
     this.overrides.delete(tenantId);
+    this.generation++;
+    await this.store.bumpOverridesVersion();
   }
 
   /** Count one request; throws 1004 (429, Retry-After) when a key, model or tenant rate is exceeded. */

@@ -34,6 +34,14 @@ export interface LimitsStore {
    */
   recordSpend(tenantId: string, day: string, milli: Milli): Promise<void>;
   spent(tenantId: string, day: string): Promise<Milli>;
+
+  /**
+   * The version of the tenants' run-time limit overrides, shared by every process: bumped by
+   * the process that changed one, read often (a few times a second) by every process, which
+   * drops its cached overrides when it moved. One small value; 0 before any change.
+   */
+  overridesVersion(): Promise<number>;
+  bumpOverridesVersion(): Promise<number>;
 }
 
 /** The counters of one (scope, window): requests per id in window number `n`. */

@@ -22,6 +22,7 @@ const RETAIN_DAYS = 3;
 
 export class MemoryLimitsStore implements LimitsStore {
   private readonly active = new Map<string, Map<string, number>>();
+  private version = 0;
   /** tenant -> day (UTC "YYYY-MM-DD") -> spend */
   private readonly spend = new Map<string, Map<string, DaySpend>>();
 
@@ -100,5 +101,13 @@ export class MemoryLimitsStore implements LimitsStore {
       for (const old of days.keys()) if (old < cutoff) days.delete(old);
     }
     return d;
+  }
+
+  async overridesVersion(): Promise<number> {
+    return this.version;
+  }
+
+  async bumpOverridesVersion(): Promise<number> {
+    return ++this.version;
   }
 }

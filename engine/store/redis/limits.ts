@@ -6,6 +6,8 @@
 //   <p>{t:<id>}:spend:<ref>   string "day|amount|final(0/1)", TTL REF_TTL_S: a late duplicate of
 //                                    a hold's ref is recognised for at least RETAIN_DAYS + 1 days
 //                                    (post-paid spend, a chat request's, keeps none)
+//   <p>limits:overrides-version string   a counter bumped on every change of a tenant's limit
+//                                    overrides; every process reads it a few times a second
 import type { Milli } from '../../util/money.ts';
 import type { AcquireResult, LimitsStore, SpendReservation } from '../../limits/store.ts';
 import { Keys, type RedisStoreOptions } from './keys.ts';
@@ -124,6 +126,18 @@ export class RedisLimitsStore implements LimitsStore {
 
   private k(tenantId: string, name: string): string {
     return this.keys.tenant(tenantId) + name;
+  }
+
+  async overridesVersion(): Promise<number> {
+    return Number((await this.client.get(this.versionKey)) ?? 0);
+  }
+
+  async bumpOverridesVersion(): Promise<number> {
+    return this.client.incr(this.versionKey);
+  }
+
+  private get versionKey(): string {
+    return `${this.keys.prefix}limits:overrides-version`;
   }
 }
 
