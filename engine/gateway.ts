@@ -50,6 +50,7 @@ import { activeByVendor } from './tasks/active.ts';
 import { TaskLifecycle } from './tasks/lifecycle.ts';
 import type { TaskStore } from './tasks/store.ts';
 import { hashKey, TenantService } from './tenants/service.ts';
+import { CredentialGuard } from './tenants/credential-guard.ts';
 import { createUpstreamAgent } from './upstream/client.ts';
 import { createAjv } from './validation/ajv.ts';
 import { systemClock, type Clock } from './util/clock.ts';
@@ -157,7 +158,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   for (const v of vendors) v.pool.attach(stores.breakers, breakerCacheMs);
 
   const { scheduler, tasks } = stores;
-  const tenants = new TenantService(stores.tenants, clock);
+  // Credential guessing: failures per client address on the store's shared counters.
+  const failedAuth = config.server.failed_auth;
+  const guard = new CredentialGuard({ counters: stores.rateCounters, limit: failedAuth.limit, windowMs: failedAuth.window_seconds * 1000, clock });
+  const tenants = new TenantService(stores.tenants, clock, guard);
   const bus = new EventBus(clock);
 
   const billingConfig = resolveBillingConfig(config.billing as BillingConfigInput);

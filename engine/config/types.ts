@@ -11,6 +11,12 @@ export interface GatewayConfig {
     /** ...and its whole request, body included, within this (0: no limit). */
     request_timeout_ms: number;
     trust_proxy: boolean;
+    /**
+     * Credential guessing: failed authentications from one client address (X-Forwarded-For's
+     * client with trust_proxy) answered 429 / 1006 once `limit` are counted in a window of
+     * `window_seconds` (until it ends). limit 0: off.
+     */
+    failed_auth: { limit: number; window_seconds: number };
     /** The gateway's address as providers reach it: enables push callbacks (routes with upstream.callback). */
     public_base_url?: string;
   };

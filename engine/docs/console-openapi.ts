@@ -26,6 +26,7 @@ function errors(o: { post?: boolean; notFound?: boolean; invalid?: boolean } = {
   };
   if (o.invalid) out['400'] = problem([2001, 2003], 'A parameter is missing or invalid');
   if (o.notFound) out['404'] = problem([2005], 'No such resource for this tenant');
+  out['429'] = problem([1006], 'Too many failed authentications from this address; retry after Retry-After');
   out['503'] = problem([4003], 'The gateway cannot reach its store now; retry after Retry-After');
   return out;
 }

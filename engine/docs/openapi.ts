@@ -281,7 +281,7 @@ function commonErrors(o: { billed: boolean; post: boolean; quota: boolean; upstr
     out['413'] = problem([HTTP_ONLY.payloadTooLarge.code], 'The request body is too large');
     out['415'] = problem([HTTP_ONLY.unsupportedMediaType.code], 'The request body is not JSON');
   }
-  out['429'] = problem(o.quota ? [1004, 1005] : [1004], 'Rate limit or quota exceeded');
+  out['429'] = problem(o.quota ? [1004, 1005, 1006] : [1004, 1006], 'Rate limit or quota exceeded, or too many failed authentications from this address');
   out['500'] = problem([...(o.upstream ? [3001, 3002, 3003, 3004, 3005] : []), 4002, ...(o.billed ? [4005] : [])], o.upstream ? 'The upstream provider or the gateway failed' : 'The gateway failed');
   // Every route reads the store (the API key at least).
   out['503'] = problem([4003], 'The gateway cannot reach its store or job queue now; retry after Retry-After (a create with the same Idempotency-Key)');

@@ -14,6 +14,10 @@ export const CATALOGUE = {
   1003: { status: 402, title: 'Insufficient Balance' },
   1004: { status: 429, title: 'Rate Limit Exceeded' },
   1005: { status: 429, title: 'Quota Exceeded' },
+  // Credential guessing slowed (engine/tenants/credential-guard.ts): too many failed
+  // authentications from one client address. Its own code, not 1004: no rate of the caller's was
+  // exceeded, and a client must not read it as "slow down your traffic" (docs/decisions.md).
+  1006: { status: 429, title: 'Too Many Failed Authentications' },
   2000: { status: 400, title: 'Input Validation Failed' },
   2001: { status: 400, title: 'Parameter Validation Failed' },
   2002: { status: 400, title: 'Required Parameter Missing' },

@@ -28,7 +28,7 @@ const SCOPE = { type: 'string', pattern: '^(\\*|[a-z_][a-z0-9_]*):?(\\*|create|r
 
 export function adminRouter(deps: AdminDeps): Router {
   const router = express.Router();
-  router.use(requireAdminToken(deps.token, deps.sessions), jsonBody(64 * 1024));
+  router.use(requireAdminToken(deps.token, deps.tenants, deps.sessions), jsonBody(64 * 1024));
   const v = (name: string, schema: object) => compileRequestValidator(deps.ajv, `${SCHEMA_BASE}/admin/${name}.json`, schema);
 
   const createTenant = v('create-tenant', {

@@ -7,7 +7,13 @@ import { GatewayError } from '../errors/gateway-error.ts';
 import { sameSecret } from '../util/secrets.ts';
 import type { TenantService } from '../tenants/service.ts';
 import type { ConsoleSessions } from '../tenants/sessions.ts';
+import { clientAddress } from './client-address.ts';
 import { ADMIN_COOKIE, cookieSession, TENANT_COOKIE } from './console-session.ts';
+
+/** The request's client address under the app's `trust proxy` (server.trust_proxy). */
+export function clientOf(req: Request): string {
+  return clientAddress(req, req.app.get('trust proxy') === true);
+}
 
 export function requireApiKey(tenants: TenantService, sessions?: ConsoleSessions) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
@@ -26,18 +32,26 @@ export function requireApiKey(tenants: TenantService, sessions?: ConsoleSessions
         return next();
       }
     }
-    res.locals.auth = await tenants.authenticate(req.headers.authorization);
+    res.locals.auth = await tenants.authenticate(req.headers.authorization, clientOf(req));
     next();
   };
 }
 
 /** The admin API is closed unless an admin token is configured (GATEWAY_ADMIN_TOKEN). */
-export function requireAdminToken(token: string, sessions?: ConsoleSessions) {
+/**
+ * The admin API is closed unless an admin token is configured (GATEWAY_ADMIN_TOKEN). A wrong
+ * bearer token counts toward its client address's failed authentications (tenants.guarded).
+ */
+export function requireAdminToken(token: string, tenants: TenantService, sessions?: ConsoleSessions) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (!token) throw new GatewayError(1001, 'The admin API is disabled: set GATEWAY_ADMIN_TOKEN to enable it.');
     if (sessions && req.headers.authorization === undefined && (await cookieSession(req, res, sessions, ADMIN_COOKIE))) return next();
-    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-    if (!m || !sameSecret(m[1]!, token)) throw new GatewayError(1001, 'Invalid admin token.', { headers: { 'WWW-Authenticate': 'Bearer' } });
+    const invalid = () => new GatewayError(1001, 'Invalid admin token.', { headers: { 'WWW-Authenticate': 'Bearer' } });
+    if (req.headers.authorization === undefined) throw invalid();
+    await tenants.guarded(clientOf(req), 'admin_token', async () => {
+      const m = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+      if (!m || !sameSecret(m[1]!, token)) throw invalid();
+    });
     next();
   };
 }

@@ -10,6 +10,7 @@
 import { Router, type Request, type Response } from 'express';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { ConsoleSessions } from '../tenants/sessions.ts';
+import { clientOf } from './auth.ts';
 import { jsonBody } from './body.ts';
 import { ADMIN_COOKIE, checkSameOrigin, checkSignInOrigin, clearSessionCookie, cookieSession, readCookie, setSessionCookie, TENANT_COOKIE } from './console-session.ts';
 
@@ -19,7 +20,7 @@ export function consoleSessionRouter(sessions: ConsoleSessions): Router {
 
   r.post('/console/v1/session', json, async (req, res) => {
     checkSignInOrigin(req);
-    const { session, view } = await sessions.signIn(stringField(req, 'api_key'));
+    const { session, view } = await sessions.signIn(stringField(req, 'api_key'), clientOf(req));
     setSessionCookie(req, res, TENANT_COOKIE, session);
     res.status(201).json(view);
   });
@@ -34,7 +35,7 @@ export function consoleSessionRouter(sessions: ConsoleSessions): Router {
 
   r.post('/console/v1/admin-session', json, async (req, res) => {
     checkSignInOrigin(req);
-    const session = await sessions.signInOperator(stringField(req, 'admin_token'));
+    const session = await sessions.signInOperator(stringField(req, 'admin_token'), clientOf(req));
     setSessionCookie(req, res, ADMIN_COOKIE, session);
     res.status(201).json({ operator: true, expires_at: new Date(session.expiresAt).toISOString() });
   });

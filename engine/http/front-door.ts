@@ -20,6 +20,7 @@ import { continueTrace, endServerTrace, startServerTrace, type Trace } from './t
 import { runInSpan, tracing } from '../tracing/tracing.ts';
 import { httpInFlight } from '../metrics/metrics.ts';
 import type { Visit } from './visit.ts';
+import { clientAddress } from './client-address.ts';
 
 /** What express's handlers find on res.locals: the trace, and the caller once authenticated. */
 interface ExpressLocals {
@@ -42,6 +43,8 @@ export class FrontDoor {
   private readonly dataPlane: DataPlane;
   private readonly controlPlane: FrontDoorDeps['controlPlane'];
   private readonly controlRoutes: RouteTable<string>;
+  /** server.trust_proxy, as the control plane's express app has it. */
+  private readonly trustProxy: boolean;
 
   constructor(deps: FrontDoorDeps) {
     this.logger = deps.logger;
@@ -49,6 +52,7 @@ export class FrontDoor {
     this.dataPlane = deps.dataPlane;
     this.controlPlane = deps.controlPlane;
     this.controlRoutes = controlRouteTable(deps.controlPlane);
+    this.trustProxy = deps.controlPlane.get('trust proxy') === true;
   }
 
   /** The server's request listener. */
@@ -79,7 +83,7 @@ export class FrontDoor {
     }
     // A push callback's token is its credential: the access log shows the path without it.
     const shown = 'entry' in match && match.entry.route.kind === 'callback' ? path.replace(/[^/]*$/, '***') : path;
-    const visit: Visit = { trace, t0, path: shown, readBody: bodyReader(req, 'entry' in match ? match.entry.body : undefined) };
+    const visit: Visit = { trace, t0, path: shown, clientAddress: () => clientAddress(req, this.trustProxy), readBody: bodyReader(req, 'entry' in match ? match.entry.body : undefined) };
     void (trace.span ? runInSpan(trace.span, () => this.serve(req, res, visit, match)) : this.serve(req, res, visit, match));
   };
 

@@ -9,6 +9,8 @@ export interface Visit {
   readonly t0: number;
   /** The request path without its query. */
   readonly path: string;
+  /** The client's address (engine/http/client-address.ts, server.trust_proxy), worked out when asked. */
+  clientAddress?(): string;
   /** The request body, read (at most once) under the route's body policy. */
   readonly readBody: BodyReader;
   /** The route key of the descriptor route serving it. */

@@ -158,6 +158,13 @@ export const chargeWriteFailures = new client.Counter({
   labelNames: ['step'] as const,
   registers,
 });
+export const authFailures = new client.Counter({
+  name: 'gateway_auth_failures_total',
+  help: 'Failed authentications with a presented credential, by credential (api_key, console_sign_in, operator_sign_in, admin_token) and answer (401 rejected; 429 throttled: the client address is over server.failed_auth).',
+  labelNames: ['credential', 'answer'] as const,
+  registers,
+});
+
 export const limitRefusals = new client.Counter({
   name: 'gateway_limit_refusals_total',
   help: 'Requests refused by a limit (429), by kind: rate_key, rate_tenant, rate_model, concurrency, daily_spend.',

@@ -20,13 +20,16 @@ export interface RequestLimits {
 }
 
 export interface AdmissionDeps {
-  tenants: { authenticate(authorization: string | undefined): Promise<AuthContext> };
+  /** `client`: the request's address, by which failed authentications are counted (CredentialGuard). */
+  tenants: { authenticate(authorization: string | undefined, client?: string): Promise<AuthContext> };
   limits: RequestLimits;
 }
 
 /** Where admission notes the caller as soon as it is known (the access line names the tenant of a 403 too). */
 export interface Seen {
   tenantId?: string;
+  /** The request's client address (engine/http/client-address.ts): failed authentications are counted by it. */
+  clientAddress?(): string;
 }
 
 export class Admission {
@@ -45,7 +48,7 @@ export class Admission {
 
   /** The API key (401) and its scope for `vendor`:`action` (403). */
   async caller(authorization: string | undefined, vendor: string, action: 'create' | 'read', seen: Seen): Promise<AuthContext> {
-    const auth = await this.d.tenants.authenticate(authorization);
+    const auth = await this.d.tenants.authenticate(authorization, seen.clientAddress?.());
     seen.tenantId = auth.tenantId;
     requireScope(auth, vendor, action);
     return auth;

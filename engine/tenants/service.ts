@@ -9,6 +9,7 @@ import type { TenantLimitsInput } from '../limits/config.ts';
 import type { TenantStore } from './store.ts';
 import { traced, tracing } from '../tracing/tracing.ts';
 import type { ApiKeyRecord, TenantRecord } from './types.ts';
+import type { CredentialGuard, CredentialKind } from './credential-guard.ts';
 
 export interface IssueKeyOptions {
   name?: string;
@@ -25,10 +26,21 @@ export const hashKey = (key: string): string => hash('sha256', key, 'hex');
 export class TenantService {
   private readonly store: TenantStore;
   private readonly clock: Clock;
+  /** Counts failed authentications per client address (credential guessing); none in unit tests. */
+  readonly guard: CredentialGuard | undefined;
 
-  constructor(store: TenantStore, clock: Clock) {
+  constructor(store: TenantStore, clock: Clock, guard?: CredentialGuard) {
     this.store = store;
     this.clock = clock;
+    this.guard = guard;
+  }
+
+  /**
+   * A presented credential's check, counted for `client` (its address) when guessing is guarded:
+   * see CredentialGuard.attempt. Without a client or a guard, the check alone.
+   */
+  guarded<T>(client: string | undefined, kind: CredentialKind, check: () => Promise<T>): Promise<T> {
+    return client !== undefined && this.guard ? this.guard.attempt(client, kind, check) : check();
   }
 
   async createTenant(opts: { name: string; requires_live?: boolean; id?: string }): Promise<TenantRecord> {
@@ -90,9 +102,14 @@ export class TenantService {
     return k;
   }
 
-  /** `Authorization: Bearer <key>` → who is calling; 401/1001 for anything but a usable key. */
-  authenticate(header: string | undefined): Promise<AuthContext> {
-    return tracing ? traced('auth', () => this.authenticateKey(header)) : this.authenticateKey(header);
+  /**
+   * `Authorization: Bearer <key>` → who is calling; 401/1001 for anything but a usable key. A
+   * header sent from `client` counts toward its failed authentications (no header: nothing
+   * was presented, nothing is counted).
+   */
+  authenticate(header: string | undefined, client?: string): Promise<AuthContext> {
+    const check = () => (tracing ? traced('auth', () => this.authenticateKey(header)) : this.authenticateKey(header));
+    return header === undefined ? check() : this.guarded(client, 'api_key', check);
   }
 
   private async authenticateKey(header: string | undefined): Promise<AuthContext> {

@@ -64,16 +64,19 @@ export class ConsoleSessions {
   }
 
   /** Sign in with an API key that has console:read; 401 for an unusable key, 403 without the scope. */
-  async signIn(apiKey: string): Promise<{ session: OpenedSession; view: SessionView }> {
-    const auth = await this.o.tenants.authenticateSecret(apiKey);
+  async signIn(apiKey: string, client?: string): Promise<{ session: OpenedSession; view: SessionView }> {
+    const auth = await this.o.tenants.guarded(client, 'console_sign_in', () => this.o.tenants.authenticateSecret(apiKey));
     if (!hasScope(auth.scopes, 'console', 'read')) throw new GatewayError(1002, 'This API key lacks the scope console:read the console needs.');
     const session = await this.open('tenant', `key:${auth.keyId}`, auth);
     return { session, view: view(auth, session.expiresAt) };
   }
 
-  async signInOperator(token: string): Promise<OpenedSession> {
+  /** Sign in with the admin token; its failures from `client` count as guesses (CredentialGuard). */
+  async signInOperator(token: string, client?: string): Promise<OpenedSession> {
     if (!this.o.adminToken) throw unauthenticated('The admin API is disabled: set GATEWAY_ADMIN_TOKEN to enable it.');
-    if (!sameSecret(token, this.o.adminToken)) throw unauthenticated('Invalid admin token.');
+    await this.o.tenants.guarded(client, 'operator_sign_in', async () => {
+      if (!sameSecret(token, this.o.adminToken)) throw unauthenticated('Invalid admin token.');
+    });
     return this.open('operator', 'operator', undefined, this.adminTag());
   }
 

@@ -10,6 +10,8 @@ import { descriptorNames } from '../descriptors/load-descriptors.ts';
 
 export interface CheckTargets {
   config?: GatewayConfig;
+  /** The config file read (when one was). */
+  configFile?: string;
   configProblems: Problem[];
   /** Absolute descriptor file paths, sorted, without duplicates. */
   files: string[];
@@ -62,7 +64,7 @@ export function checkTargets(opts: TargetOptions): CheckTargets {
       else problems.push({ file: p, line: 0, col: 0, pointer: '', message: 'not a fixture of a descriptor (expected <vendors>/<vendor>/fixtures/<route>/<state>.json)' });
     } else problems.push({ file: p, line: 0, col: 0, pointer: '', message: 'not a descriptor (.yaml), a fixture (.json) or a folder' });
   }
-  return { config, configProblems, files: [...files].sort(), problems };
+  return { config, configFile: config ? configFile : undefined, configProblems, files: [...files].sort(), problems };
 }
 
 function hasYaml(dir: string): boolean {

@@ -23,6 +23,7 @@ import { createUpstreamAgent } from '../upstream/client.ts';
 import { systemClock } from '../util/clock.ts';
 import { createAjv } from '../validation/ajv.ts';
 import type { RequestValidator } from '../validation/request-validator.ts';
+import { adminTokenFindings } from './admin-token.ts';
 import { checkTargets, fallbackConfig, type TargetOptions } from './check-sources.ts';
 import { rootFieldRefs } from './expr-refs.ts';
 import { escapePointer, finding, sortFindings, type CheckName, type Finding, type Severity } from './findings.ts';
@@ -53,6 +54,7 @@ export async function runChecks(opts: TargetOptions = {}): Promise<CheckReport> 
   const findings: Finding[] = [];
   findings.push(...targets.configProblems.map((p) => finding(p, 'config')));
   findings.push(...targets.problems.map((p) => finding(p, 'config')));
+  if (targets.config && targets.configFile) findings.push(...adminTokenFindings(targets.config, relative(process.cwd(), targets.configFile) || targets.configFile));
 
   const ajv = createAjv({ useDefaults: true });
   const loaded: LoadedVendor[] = [];

@@ -34,6 +34,12 @@ export const NO_LIMITS = `limits:
   concurrent_tasks: null
   daily_spend_credits: null`;
 
+/**
+ * Tests that are not about credential guessing send many wrong credentials from one address:
+ * the failed-authentication throttle is off unless a test sets `failed_auth` in `server`.
+ */
+export const NO_AUTH_THROTTLE = 'failed_auth: { limit: 0 }';
+
 export interface TestGatewayOptions extends GatewayOptions {
   /** Extra YAML appended to the base config (top-level sections must not repeat base ones). */
   yaml?: string;
@@ -58,7 +64,7 @@ export async function startTestGateway(o: TestGatewayOptions = {}): Promise<Gate
   const vendorsDir = o.vendorsDir ?? `${ROOT}vendors`;
   const enabled = o.only ?? (vendorsDir === `${ROOT}vendors` ? SHIPPED_ENABLED : descriptorNames(vendorsDir));
   const yaml = `
-server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 2000${o.server ? `, ${o.server}` : ''} }
+server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 2000${o.server?.includes('failed_auth') ? '' : `, ${NO_AUTH_THROTTLE}`}${o.server ? `, ${o.server}` : ''} }
 store: ${o.store ?? storeYaml()}
 sandbox: { enabled: ${o.sandbox ?? true}, demo_api_key: ${DEMO_KEY}, queued_ms: 1000, running_ms: 3000 }
 admin: { token: "${o.adminToken ?? 'test-admin-token'}" }
