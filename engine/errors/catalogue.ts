@@ -52,6 +52,10 @@ export const CATALOGUE = {
   // net (the other way a task is cut short). It only ever appears in task_info.error (the cancel
   // request itself answers 200), so its status is the family's and is never sent.
   4009: { status: 500, title: 'Task Cancelled' },
+  // A submission whose process died between sending the task and recording the provider's answer,
+  // to a provider that cannot dedupe a second one: failed rather than sent twice. Like 4009 it
+  // only ever appears in task_info.error.
+  4010: { status: 500, title: 'Submission Outcome Unknown' },
 } as const satisfies Record<number, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof CATALOGUE;

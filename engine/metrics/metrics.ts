@@ -143,7 +143,7 @@ export const submissionsUnknown = new client.Counter({
 // ---- Billing and limits ---------------------------------------------------------------------
 export const credits = new client.Counter({
   name: 'gateway_billing_credits_total',
-  help: 'Credits moved, by operation: held (reserved for a task), settled (charged from a hold), released (given back), charged (post-paid usage: chat), topped_up.',
+  help: 'Credits moved, by operation: held (reserved for a task or a chat), settled (charged from a hold), released (given back), charged (a chat\'s usage beyond its hold), topped_up.',
   labelNames: ['operation'] as const,
   registers,
 });

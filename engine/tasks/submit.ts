@@ -10,7 +10,7 @@ import type { AsyncRoutePlan } from '../descriptors/compile.ts';
 import { GatewayError, isDependencyUnavailable } from '../errors/gateway-error.ts';
 import { MediaGoneError, mediaBlobs, tokensIn } from '../media/blobs.ts';
 import { adoptMedia, forgetSharedMedia, shareMedia } from '../media/shared.ts';
-import { tasksCreated } from '../metrics/metrics.ts';
+import { submissionsUnknown, tasksCreated } from '../metrics/metrics.ts';
 import { traced, tracing } from '../tracing/tracing.ts';
 import { mapUpstreamError, type UpstreamErrorFacts } from '../upstream/failure.ts';
 import type { UpstreamResponse } from '../upstream/client.ts';
@@ -143,9 +143,11 @@ export class TaskSubmission {
     const task = await this.d.store.get(id);
     if (!task || (await this.ending.settled(task)) || task.upstream_task_id) return;
     const route = routeOf(this.d.routes, task);
-    let sent: { res: UpstreamResponse; member: PoolMember };
+    if (task.submit_sent_at !== undefined && !(await this.outcomeUnknown(task, route))) return;
+    let sent: { res: UpstreamResponse; member: PoolMember } | undefined;
     try {
       sent = await this.send(task, route);
+      if (!sent) return; // the task ended before it was sent
     } catch (err) {
       // Cut short by a shutdown, or the store went away: not the provider's answer. The task
       // stays pending and is re-driven (the job's retry, or the sweep).
@@ -185,8 +187,31 @@ export class TaskSubmission {
     }
   }
 
-  /** The submit request, through the route's pool, with the task's media spliced back in. */
-  private async send(task: TaskRecord, route: AsyncRoutePlan): Promise<{ res: UpstreamResponse; member: PoolMember }> {
+  /**
+   * A task sent before whose answer was never recorded (its process died, or the store went away
+   * meanwhile): the provider may have taken it. It is sent again (true) only when the route
+   * declares an idempotency header the provider honours — the same key, the task id, makes the
+   * second submission the first one. Otherwise it fails with 4010 and its hold is released
+   * (false): a second task at a provider that cannot dedupe would be billed to the operator twice.
+   */
+  private async outcomeUnknown(task: TaskRecord, route: AsyncRoutePlan): Promise<boolean> {
+    const redrive = route.submit.idempotencyHeader !== undefined;
+    submissionsUnknown.inc({ vendor: route.vendor, route: route.key, action: redrive ? 'redriven' : 'failed' });
+    const log = { task_id: task.id, vendor: route.vendor, route: route.key, sent_at: isoAt(task.submit_sent_at!) };
+    if (redrive) {
+      this.d.logger.warn(log, `submission outcome unknown: sent again with the same ${route.submit.idempotencyHeader}`);
+      return true;
+    }
+    this.d.logger.error(log, 'submission outcome unknown: the task fails with 4010 (the provider may have taken it)');
+    await this.ending.fail(task, new GatewayError(4010, 'The task was sent to the provider, but the gateway stopped before it recorded the answer, and the provider cannot recognise a second submission: the task was not sent again, and it is not billed.'));
+    return false;
+  }
+
+  /**
+   * The submit request, through the route's pool, with the task's media spliced back in; the
+   * time it is sent is recorded first (undefined: the task ended before, nothing was sent).
+   */
+  private async send(task: TaskRecord, route: AsyncRoutePlan): Promise<{ res: UpstreamResponse; member: PoolMember } | undefined> {
     const s = route.submit;
     const media = tokensIn(task.request);
     let sent: { res: UpstreamResponse; member: PoolMember };
@@ -200,6 +225,10 @@ export class TaskSubmission {
       const rawBody = media.length ? mediaBlobs.encodeJson(body) : undefined;
       // Every member tried gets the same key, so a provider that did take a "failed" try keeps one task.
       const headers = s.idempotencyHeader ? { ...s.headers, [s.idempotencyHeader]: task.id } : s.headers;
+      // From here the provider may take the task: a process that dies before recording its
+      // answer leaves this mark for the next attempt to see (outcomeUnknown).
+      const now = this.d.clock.now();
+      if (!(await this.d.store.transition(task.id, ['pending'], { submit_sent_at: now, checked_at: now }))) return undefined;
       // A try the provider did not accept goes to the next member within the task's deadline:
       // one hold for the task, taken at create, whatever the number of tries.
       sent = await route.pool.call({ method: s.method, path: submitPathWithCallback(route, callbackUrl), body, rawBody, headers, traceparent: task.traceparent, stage: 'submit' }, {

@@ -21,6 +21,12 @@ export interface TaskRecord {
   upstream_task_id?: string;
   /** Paths under the accepting member's base URL of the URLs the submit answer named (upstream.submit.urls), by name. */
   upstream_urls?: Record<string, string>;
+  /**
+   * Epoch ms when the task was last sent to the provider, recorded before it is sent: set with no
+   * upstream_task_id, the submission's outcome is unknown (its process died before recording the
+   * provider's answer), and it is not sent again unless the provider dedupes (submit.ts).
+   */
+  submit_sent_at?: number;
   /** The upstream pool member that accepted the task (config upstreams.<vendor>.members[].id): its polls and cancel go there. */
   upstream_member?: string;
   /** Result fields (images, videos, audios, ...) once completed. */

@@ -94,16 +94,17 @@ describe('Prometheus metrics', function () {
     const poor = await newTenant(gw, { credits: 0 });
     const refused = await call(gw.url, 'POST', D, { key: poor.key, body: { prompt: 'a fox' } });
     expect(refused.status).to.equal(402);
-    // The usage charge follows the answer.
+    // The settlement of the chat's hold follows the answer.
     let after = await scrape(gw.metricsUrl!);
-    for (let i = 0; i < 50 && value(after, 'gateway_billing_credits_total', { operation: 'charged' }) === value(before, 'gateway_billing_credits_total', { operation: 'charged' }); i++) {
+    for (let i = 0; i < 50 && value(after, 'gateway_billing_credits_total', { operation: 'settled' }) === value(before, 'gateway_billing_credits_total', { operation: 'settled' }); i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));
       after = await scrape(gw.metricsUrl!);
     }
     const delta = (name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(before, name, labels);
     expect(delta('gateway_upstream_requests_total', { stage: 'proxy', status_class: '2xx' })).to.equal(1);
     expect(delta('gateway_upstream_request_duration_seconds_count', { stage: 'proxy' })).to.equal(1);
-    expect(delta('gateway_billing_credits_total', { operation: 'charged' })).to.be.greaterThan(0);
+    expect(delta('gateway_billing_credits_total', { operation: 'held' })).to.be.greaterThan(0);
+    expect(delta('gateway_billing_credits_total', { operation: 'settled' })).to.be.greaterThan(0);
     expect(delta('gateway_billing_refusals_total')).to.equal(1);
     expect(delta('gateway_http_requests_total', { status_class: '4xx', code: '1003' })).to.equal(1);
   });

@@ -9,7 +9,12 @@ import { FakeUpstream, json, type Seen } from '../helpers/upstream.ts';
 export type UrlShape = (urls: string[]) => unknown;
 
 export interface CountingUpstream extends FakeUpstream {
+  /** Submissions received per prompt (a repeat under a known Idempotency-Key included). */
   submits: Map<string, number>;
+  /** Idempotency-Key -> the upstream task it made: a repeat gets that task, as a provider that dedupes answers. */
+  keys: Map<string, string>;
+  /** How long a submission's answer takes (ms). */
+  submitDelayMs: number;
   polls: Map<string, number>;
   /** Strings by default. */
   urlShape: UrlShape;
@@ -18,14 +23,22 @@ export interface CountingUpstream extends FakeUpstream {
 export function countingImageToolUpstream(): CountingUpstream {
   const up = new FakeUpstream() as CountingUpstream;
   up.submits = new Map();
+  up.keys = new Map();
+  up.submitDelayMs = 0;
   up.polls = new Map();
   up.urlShape = (urls) => urls;
   const tasks = new Map<string, { video: boolean; shape: UrlShape }>();
   let seq = 0;
-  const submit = (video: boolean) => (req: Seen, res: ServerResponse) => {
-    const id = `up-${++seq}`;
-    tasks.set(id, { video, shape: up.urlShape });
+  const submit = (video: boolean) => async (req: Seen, res: ServerResponse) => {
     up.submits.set(req.body.prompt, (up.submits.get(req.body.prompt) ?? 0) + 1);
+    const key = req.headers['idempotency-key'] as string | undefined;
+    let id = key === undefined ? undefined : up.keys.get(key);
+    if (id === undefined) {
+      id = `up-${++seq}`;
+      tasks.set(id, { video, shape: up.urlShape });
+      if (key !== undefined) up.keys.set(key, id);
+    }
+    if (up.submitDelayMs) await new Promise((r) => setTimeout(r, up.submitDelayMs));
     json(res, 200, { code: 1, result: id, description: 'ok' });
   };
   up.on('POST', '/mj/submit/imagine', submit(false));

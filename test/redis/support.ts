@@ -27,6 +27,8 @@ export interface ConfigOptions {
   chatUrl?: string;
   /** The API key provider_c's upstream expects (default mp-secret). */
   chatKey?: string;
+  /** The descriptors' folder (default the repository's vendors/). */
+  vendorsDir?: string;
   /** server.shutdown_grace_ms (default 2000). */
   graceMs?: number;
 }
@@ -43,7 +45,7 @@ sandbox: { enabled: false }
 admin: { token: ${ADMIN} }
 timing: { scale: ${o.scale ?? 0.01}, poll_error_limit: 5 }
 log: { level: info }
-vendors: { dir: ${JSON.stringify(join(ROOT, 'vendors'))}, enabled: ${JSON.stringify(enabled)} }
+vendors: { dir: ${JSON.stringify(o.vendorsDir ?? join(ROOT, 'vendors'))}, enabled: ${JSON.stringify(enabled)} }
 upstreams:
   provider_b: ${o.members ? `{ timeout_ms: 5000, members: ${JSON.stringify(o.members.map((m) => ({ id: m.id, base_url: m.url, credentials: { api_key: 'mp-secret' } })))}, breaker: { failures: 3, cooldown_ms: 600000 } }` : `{ base_url: "${o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }`}
   provider_a: { base_url: "${o.modelAUrl ?? o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }
