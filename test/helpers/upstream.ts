@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net';
 export interface Seen {
   method: string;
   path: string;
+  /** The query string's parameters (`path` has none). */
+  query: URLSearchParams;
   headers: IncomingMessage['headers'];
   body: any;
 }
@@ -33,8 +35,8 @@ export class FakeUpstream {
       } catch {
         /* keep text */
       }
-      const path = (req.url ?? '/').split('?')[0]!;
-      const seen: Seen = { method: req.method ?? 'GET', path, headers: req.headers, body };
+      const [path, query] = (req.url ?? '/').split('?') as [string, string | undefined];
+      const seen: Seen = { method: req.method ?? 'GET', path, query: new URLSearchParams(query), headers: req.headers, body };
       this.seen.push(seen);
       const route = this.routes.find((r) => r.method === req.method && r.pattern.test(path));
       if (!route) return json(res, 404, { error: 'no such route' });
