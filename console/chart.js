@@ -26,9 +26,10 @@ function niceMax(v) {
 }
 
 const fmt = (n) => (Math.round(n * 100) / 100).toLocaleString('en-US', { maximumFractionDigits: 2 });
+const megabytes = (bytes) => `${fmt(bytes / 1e6)} MB`;
 
 /**
- * @param {{usage: {from: string, to: string, data: {day: string, vendor: string, route: string, credits: string, count: number}[], total_credits: string}}} props
+ * @param {{usage: {from: string, to: string, data: {day: string, vendor: string, route: string, credits: string, count: number}[], total_credits: string, storage?: {files: number, bytes: number}}}} props
  */
 export function SpendChart({ usage }) {
   const days = daysBetween(usage.from, usage.to);
@@ -95,6 +96,7 @@ export function SpendChart({ usage }) {
           : html`<li class="muted">No spend in this period.</li>`}
       </ul>
       <p class="muted small">Total: <strong class="total-credits">${usage.total_credits}</strong> credits.</p>
+      ${usage.storage ? html`<p class="muted small">Result files held now: <strong class="storage-files">${usage.storage.files}</strong> (<span class="storage-bytes">${megabytes(usage.storage.bytes)}</span>).</p>` : null}
     </figcaption>
     <details>
       <summary>Show the numbers as a table</summary>

@@ -19,7 +19,8 @@ import { setScrapeSources, setTenantLabel } from './metrics/metrics.ts';
 import type { JobScheduler } from './jobs/scheduler.ts';
 import { accessLogger, createLogger } from './log/logger.ts';
 import { throttled } from './log/throttle.ts';
-import { createStores, type Role, type Stores } from './stores.ts';
+import { createResultBackend, createStores, type Role, type Stores } from './stores.ts';
+import { ResultService } from './results/service.ts';
 import { ProxyHandler } from './http/proxy-handler.ts';
 import { ProxyService } from './proxy/requests.ts';
 import type { ProxyBilling } from './proxy/ports.ts';
@@ -105,6 +106,8 @@ export interface Gateway {
   readonly sandbox?: SandboxSimulator;
   /** This process's own readiness (what /readyz checks, without the other workers). */
   ready(): Promise<GatewayError | undefined>;
+  /** The result store (undefined when results.store is off). */
+  readonly results?: ResultService;
   /**
    * Stop accepting (/readyz answers 503), let in-flight requests, jobs and submissions finish
    * for up to server.shutdown_grace_ms, then cut what is left (upstream calls included) and stop.
@@ -201,18 +204,30 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     clock,
     onError: (err, dropped) => throttled(logger)[dropped ? 'error' : 'warn']({ err }, dropped ? 'an Idempotency-Key stays claimed until its lock runs out' : 'Idempotency-Key claims wait for the store to be released'),
   });
+  // The result store: the result host is results.base_url, else server.public_base_url, else
+  // the address this process listens on (known once it listens; a worker uses the configured one).
+  let listening = '';
+  const resultBackend = createResultBackend(config);
+  const resultHost = (config.results.base_url ?? config.server.public_base_url)?.replace(/\/+$/, '');
+  const results = resultBackend && new ResultService({
+    backend: resultBackend, tasks, config: config.results, clock, logger, scheduler, timeScale: config.timing.scale,
+    baseUrl: () => resultHost ?? (listening || `http://${config.server.host}:${config.server.port}`),
+    trustedOrigins: sandbox ? [new URL(sandbox.urlFor('x')).origin] : [],
+  });
   const accounting = new BilledTaskAccounting(billing, limits, { tasks, clock, tenantIds: async () => (await tenants.listTenants()).map((t) => t.id) });
   const lifecycle = new TaskLifecycle({ store: tasks, scheduler, bus, clock, accounting, logger, routes, pollErrorLimit: config.timing.poll_error_limit,
     sweepIntervalMs: Math.max(1, Math.round(config.timing.sweep_interval_ms * config.timing.scale)),
     sweepGraceMs: Math.max(1, Math.round(config.timing.sweep_grace_ms * config.timing.scale)),
     sharedMedia: stores.media,
     publicBaseUrl: config.server.public_base_url?.replace(/\/+$/, ''),
+    results,
   });
   // Workers run jobs (polls, deliveries, sweeps, purges); api processes only add them.
   if (role !== 'api') {
     lifecycle.startWorkers();
     await lifecycle.scheduleSweep();
     await webhooks.dispatcher.startPurgeSchedule();
+    await results?.startWorkers();
   }
 
   await bootstrapDemoTenant(config, tenants, billing, logger);
@@ -256,13 +271,13 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     tenantRouters: [
       tenantBillingRouter(billingRoutes), webhookRouter(webhooks, { auth: consoleAuth }),
       consoleSessionRouter(sessions),
-      tenantConsoleRouter({ keys: new KeySelfService(tenants, () => clock.now()), tasks: taskConsole, reports, sessions, auth: consoleAuth, ajv, clock }),
+      tenantConsoleRouter({ keys: new KeySelfService(tenants, () => clock.now()), tasks: taskConsole, reports, sessions, auth: consoleAuth, ajv, clock, storage: results && ((id) => results.storageUse(id)) }),
       // The pages last: their /console/:a… patterns would otherwise label the /console/v1 API routes.
       consolePagesRouter({ imgOrigins: sandbox ? [new URL(sandbox.urlFor('x')).origin] : [] }),
     ],
   });
   // Every request enters here: descriptor routes to the data plane, the rest to express.
-  const dataPlane = new DataPlane(vendors, { admission, lifecycle, tasks, idempotency, proxy });
+  const dataPlane = new DataPlane(vendors, { admission, lifecycle, tasks, idempotency, proxy, results });
   const door = new FrontDoor({ logger, accessLog, dataPlane, controlPlane: app });
   // Slow or idle senders are closed (408) once their headers, or their whole request, are late;
   // Node refuses a headers timeout above the request timeout, so it is capped there. The check
@@ -284,6 +299,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     const addr = server.address() as AddressInfo;
     const host = addr.family === 'IPv6' ? `[${addr.address === '::' ? '::1' : addr.address}]` : addr.address === '0.0.0.0' ? '127.0.0.1' : addr.address;
     url = `http://${host}:${addr.port}`;
+    listening = url;
   }
   // Metrics: the figures read at scrape time come from this gateway's stores.
   setTenantLabel(config.metrics.tenant_label_max || undefined);
@@ -311,7 +327,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     } catch (err) {
       unscrape();
       server.close();
-      await Promise.all([stores.close(0), webhooks.close(), sandbox?.close(), dispatcher.close()]);
+      await Promise.all([stores.close(0), webhooks.close(), sandbox?.close(), dispatcher.close(), results?.close()]);
       throw err;
     }
   }
@@ -350,6 +366,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       limits.close();
       await stores.close(0);
       await webhooks.close();
+      await results?.close();
       await sandbox?.close();
       if (!dispatcher.destroyed) await dispatcher.close();
       // After everything that makes spans has stopped: the last batch goes out.
@@ -358,7 +375,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       logger.info('gateway stopped');
     })());
 
-  return { url, metricsUrl: metrics?.url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, accessLog, sandbox, ready, close };
+  return { url, metricsUrl: metrics?.url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, accessLog, sandbox, results, ready, close };
 }
 
 /** The demo tenant exists only while the sandbox is on; when it is off, it is disabled. */

@@ -14,6 +14,7 @@ import { LimitsConfig, type LimitsConfigInput } from './limits/config.ts';
 import { createAjv, ajvProblems } from './validation/ajv.ts';
 import { descriptorNames } from './descriptors/load-descriptors.ts';
 import { resolveWebhookConfig } from './webhooks/config.ts';
+import { resultsConfigProblems } from './results/config.ts';
 import { LoadError, readYaml, parseYaml, type YamlSource } from './config/yaml-source.ts';
 import type { GatewayConfig } from './config/types.ts';
 import { applyEnvOverrides, blameEnv } from './config/env-overrides.ts';
@@ -40,7 +41,7 @@ function validateConfig(source: YamlSource, env: Record<string, string | undefin
   validator ??= createAjv({ useDefaults: true, coerceTypes: true }).getSchema('https://model-gateway.dev/schemas/config.schema.json');
   const value = (source.value ?? {}) as Record<string, unknown>;
   // Sections may be left out entirely; give them their defaults.
-  for (const section of ['server', 'store', 'sandbox', 'admin', 'console', 'timing', 'billing', 'limits', 'webhooks', 'log', 'tracing', 'metrics', 'vendors', 'upstreams']) {
+  for (const section of ['server', 'store', 'sandbox', 'admin', 'console', 'timing', 'billing', 'limits', 'webhooks', 'results', 'log', 'tracing', 'metrics', 'vendors', 'upstreams']) {
     value[section] ??= {};
   }
   const overridden = applyEnvOverrides(value, env);
@@ -50,6 +51,7 @@ function validateConfig(source: YamlSource, env: Record<string, string | undefin
     throw new LoadError([source.problem('/sandbox', 'the sandbox needs demo_api_key (set GATEWAY_DEMO_API_KEY)')]);
   }
   if (!isAbsolute(config.vendors.dir)) config.vendors.dir = resolve(baseDir, config.vendors.dir);
+  if (!isAbsolute(config.results.local.dir)) config.results.local.dir = resolve(baseDir, config.results.local.dir);
   const problems = semanticProblems(config);
   // In file order, as schema errors and `gateway check` list them.
   if (problems.length) throw new LoadError(problems.map((p) => blameEnv(source.problem(p.pointer, p.message), overridden)).sort((a, b) => a.line - b.line || a.col - b.col));
@@ -75,6 +77,7 @@ function semanticProblems(config: GatewayConfig): ConfigProblem[] {
   section(() => resolveBillingConfig(config.billing as BillingConfigInput));
   section(() => new LimitsConfig(config.limits as LimitsConfigInput));
   section(() => resolveWebhookConfig(config.webhooks));
+  problems.push(...resultsConfigProblems(config.results));
   if (config.sandbox.enabled) {
     try {
       creditsToMilli(config.sandbox.demo_credits, 'the amount'); // topped up at start-up

@@ -24,6 +24,9 @@ import { SESSION_LIFETIME_CAP_MS } from './tenants/sessions.ts';
 import { MemoryWalletStore } from './store/memory/wallets.ts';
 import { MemoryWebhookStore } from './store/memory/webhooks.ts';
 import { within } from './util/within.ts';
+import type { ResultBackend } from './results/store.ts';
+import { LocalResultFiles } from './store/files/result-files.ts';
+import { S3ResultObjects } from './store/s3/result-objects.ts';
 import { failFastClient, jobWorkerCluster, pingAll, probeWrites } from './store/redis/client.ts';
 import {
   RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisSessionStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateCounters,
@@ -135,4 +138,16 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
 
 function redactUrl(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//***@');
+}
+
+/** The result store's backend (results.store), or undefined when it is off. */
+export function createResultBackend(config: GatewayConfig): ResultBackend | undefined {
+  const r = config.results;
+  if (r.store === 'off') return undefined;
+  if (r.store === 'local') return new LocalResultFiles(r.local.dir);
+  const s3 = r.s3;
+  return new S3ResultObjects({
+    bucket: s3.bucket!, prefix: s3.prefix, region: s3.region, endpoint: s3.endpoint, forcePathStyle: s3.force_path_style,
+    credentials: s3.access_key_id && s3.secret_access_key ? { accessKeyId: s3.access_key_id, secretAccessKey: s3.secret_access_key } : undefined,
+  });
 }

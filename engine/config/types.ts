@@ -41,12 +41,30 @@ export interface GatewayConfig {
   billing: Record<string, unknown>;
   limits: Record<string, unknown>;
   webhooks: Record<string, unknown>;
+  results: ResultsConfig;
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   tracing: TracingConfig;
   metrics: MetricsConfig;
   /** `enabled`: the descriptors served, by name; the others in `dir` are not even read. */
   vendors: { dir: string; enabled: string[] };
   upstreams: Record<string, UpstreamConfig>;
+}
+
+/** The result store (engine/results/, docs/results.md); defaults filled in by the schema. */
+export interface ResultsConfig {
+  store: 'local' | 's3' | 'off';
+  /** The result host; unset: server.public_base_url, else the gateway's listening address. */
+  base_url?: string;
+  retention_hours: number;
+  max_file_bytes: number;
+  connect_timeout_ms: number;
+  idle_timeout_ms: number;
+  copy_timeout_ms: number;
+  sweep_interval_ms: number;
+  allow_private_cidrs: string[];
+  content_types: { images: string[]; videos: string[]; audios: string[] };
+  local: { dir: string };
+  s3: { bucket?: string; prefix: string; region: string; endpoint?: string; force_path_style: boolean; access_key_id?: string; secret_access_key?: string; presign: boolean };
 }
 
 /** Prometheus metrics (engine/metrics/): GET /metrics on its own listener, off the tenant-facing port. */

@@ -74,6 +74,8 @@ export interface AsyncRoutePlan {
   };
   /** Result fields: name, expression, optional (a missing optional field is left out). */
   readonly result: ReadonlyArray<readonly [string, CompiledExpr, boolean]>;
+  /** Hosts (lower case) whose result files are downloaded with the route's upstream auth (descriptor result_download.auth_hosts). */
+  readonly resultAuthHosts: ReadonlySet<string>;
   readonly errorRules: readonly CompiledErrorRule[];
   readonly maxExecutionMs: number;
   readonly pricing: PricePlan;
@@ -187,6 +189,7 @@ export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: str
       const spec = typeof f === 'string' ? { from: f, optional: false } : f;
       return [name, expr(`${p}/result/${name}${typeof f === 'string' ? '' : '/from'}`, spec.from)!, spec.optional ?? false] as const;
     }),
+    resultAuthHosts: new Set((r.result_download?.auth_hosts ?? []).map((h) => h.toLowerCase())),
     errorRules: [...vc.errorRules(`${p}/upstream/errors`, up.errors), ...vc.vendorRules],
     maxExecutionMs: Math.max(1, Math.round((r.max_execution_ms ?? 600_000) * vc.scale)),
     pricing: pricingPlan(vc, r, p),

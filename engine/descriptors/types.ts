@@ -45,6 +45,8 @@ export interface RouteSpec {
   tasks_of?: string[];
   request?: RequestSpec;
   result?: Record<string, ResultFieldSpec>;
+  /** Hosts whose result-file URLs need the vendor's credentials (the result store sends the route's upstream auth only there). */
+  result_download?: { auth_hosts: string[] };
   pricing?: Record<string, unknown>;
   upstream?: {
     submit?: SubmitSpec;

@@ -205,6 +205,10 @@ export function consoleSchemas(): JsonObject {
           type: 'array',
           items: { type: 'object', required: ['day', 'vendor', 'route', 'credits', 'count'], properties: { day: { type: 'string', format: 'date' }, vendor: { type: 'string' }, route: { type: 'string', description: 'Route id, or the chat model' }, credits: CREDITS, count: { type: 'integer' } } },
         },
+        storage: {
+          type: 'object', required: ['files', 'bytes'], description: "The tenant's result files held now (present while the result store is on; docs/results.md)",
+          properties: { files: { type: 'integer', minimum: 0 }, bytes: { type: 'integer', minimum: 0 } },
+        },
       },
     },
     console_wallet: {

@@ -349,10 +349,11 @@ function taskResponseSchema(routes: readonly RouteSpec[]): JsonObject {
   for (const r of routes) {
     for (const field of Object.keys(r.result ?? {})) {
       props[field] = URL_LIST_FIELDS.has(field)
-        ? { type: 'array', items: { type: 'string', format: 'uri' }, description: `Result URLs, present when the task is completed.` }
+        ? { type: 'array', items: { type: 'string', format: 'uri' }, description: `Result URLs, present when the task is completed: files on the gateway's result host while the result store is on (they open until results_expire_at, then answer 410).` }
         : { type: 'array', description: 'Result field, present when the task is completed.' };
     }
   }
+  props.results_expire_at = { type: 'string', format: 'date-time', description: 'When the result files stop opening (the result store\'s retention); present on a completed task while the result store is on.' };
   return { type: 'object', required: ['task_info'], properties: props };
 }
 

@@ -56,6 +56,11 @@ export const CATALOGUE = {
   // to a provider that cannot dedupe a second one: failed rather than sent twice. Like 4009 it
   // only ever appears in task_info.error.
   4010: { status: 500, title: 'Submission Outcome Unknown' },
+  // The provider finished the task but its result files could not be copied into the result
+  // store (docs/results.md): refused by the download rules (an address the SSRF rules refuse, too
+  // large, a wrong Content-Type, a link that is gone) or still failing at the task's deadline.
+  // Task-level only (task_info.error), like 4008; the task is not billed.
+  4012: { status: 500, title: 'Result Copy Failed' },
 } as const satisfies Record<number, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof CATALOGUE;
@@ -76,6 +81,9 @@ export const HTTP_ONLY = {
   requestTimeout: { code: 2000, status: 408, title: 'Request Timeout' },
   expectationFailed: { code: 2000, status: 417, title: 'Expectation Failed' },
   headersTooLarge: { code: 2000, status: 431, title: 'Request Header Fields Too Large' },
+  // A result file whose retention is over, or that was deleted (engine/results/service.ts).
+  gone: { code: 2005, status: 410, title: 'Gone' },
+  rangeNotSatisfiable: { code: 2000, status: 416, title: 'Range Not Satisfiable' },
 } as const satisfies Record<string, { code: ErrorCode; status: number; title: string }>;
 
 export function entryFor(code: number): CatalogueEntry {

@@ -17,10 +17,14 @@ import type { ProxyHandler } from './proxy-handler.ts';
 import type { BodyPolicy } from './request-body.ts';
 import { RouteTable } from './route-table.ts';
 import type { Visit } from './visit.ts';
+import type { ResultService } from '../results/service.ts';
+import { RESULT_FILE_PATH, serveResultFile } from './result-files.ts';
 
 export interface DataPlaneDeps extends TaskRequestDeps {
   admission: Admission;
   proxy: ProxyHandler;
+  /** The result store, when results.store is not off: its files are served under /results/. */
+  results?: ResultService;
 }
 
 /** What a table entry serves: the handler, the compiled route plan and the body the door reads for it. */
@@ -31,7 +35,9 @@ interface CancelEntry { serve: typeof cancel; route: AsyncRoutePlan | StatusRout
 interface ProxyEntry { serve: typeof proxied; route: ProxyRoutePlan; body?: BodyPolicy }
 /** POST /callbacks/{task_id}/{token}: a provider's push (no API key: the token is the credential). */
 interface CallbackEntry { serve: typeof callback; route: { kind: 'callback'; key: string; path: string }; body: BodyPolicy }
-type Entry = CreateEntry | ReadEntry | CancelEntry | ProxyEntry | CallbackEntry;
+/** GET/HEAD /results/{task_id}/{token}/{name}: a copied result file (no API key: the token is the credential). */
+interface ResultEntry { serve: typeof resultFile; route: { kind: 'result'; key: string; path: string }; body?: undefined }
+type Entry = CreateEntry | ReadEntry | CancelEntry | ProxyEntry | CallbackEntry | ResultEntry;
 type Params = Record<string, string | undefined>;
 
 const CALLBACK_BODY_LIMIT = 1024 * 1024;
@@ -65,6 +71,7 @@ export class DataPlane {
     }
     // Push callbacks, when server.public_base_url is set and a route declares upstream.callback.
     if (deps.lifecycle.callbacksEnabled) this.table.on('POST', '/callbacks/:task_id/:token', { serve: callback, route: { kind: 'callback', key: 'callbacks', path: '/callbacks/:task_id/:token' }, body: { kind: 'json', limit: CALLBACK_BODY_LIMIT } });
+    if (deps.results) this.table.on('GET', RESULT_FILE_PATH, { serve: resultFile, route: { kind: 'result', key: 'results', path: RESULT_FILE_PATH } });
     for (const { method, path, route } of deps.proxy.service.paths()) {
       this.table.on(method, path, { serve: proxied, route, body: route.list ? undefined : { kind: 'json', limit: route.maxBodyBytes } });
     }
@@ -151,6 +158,13 @@ async function callback(deps: DataPlaneDeps, _req: IncomingMessage, res: ServerR
   const outcome = await deps.lifecycle.acceptCallback(params.task_id ?? '', params.token ?? '', body);
   if (outcome === 'not_found') throw new GatewayError(2005, 'No such callback.');
   writeJson(res, 200, { status: outcome });
+}
+
+/** GET/HEAD /results/{task_id}/{token}/{name}: engine/http/result-files.ts. */
+function resultFile(deps: DataPlaneDeps, req: IncomingMessage, res: ServerResponse, visit: Visit, entry: ResultEntry, params: Params): Promise<void> {
+  visit.route = entry.route.key;
+  req.resume(); // a GET has no body; one sent is drained unread
+  return serveResultFile(deps.results!, req, res, params);
 }
 
 /** Sync and stream proxy routes and model lists: the exchange answers and logs them itself. */

@@ -81,8 +81,9 @@ export class FrontDoor {
       } else this.controlPlane(req, res);
       return;
     }
-    // A push callback's token is its credential: the access log shows the path without it.
-    const shown = 'entry' in match && match.entry.route.kind === 'callback' ? path.replace(/[^/]*$/, '***') : path;
+    // A push callback's or a result file's token is its credential: the access log shows the path without it.
+    const kind = 'entry' in match ? match.entry.route.kind : undefined;
+    const shown = kind === 'callback' ? path.replace(/[^/]*$/, '***') : kind === 'result' ? path.replace(/^(\/[^/]*\/[^/]*\/)[^/]*/, '$1***') : path;
     const visit: Visit = { trace, t0, path: shown, clientAddress: () => clientAddress(req, this.trustProxy), readBody: bodyReader(req, 'entry' in match ? match.entry.body : undefined) };
     void (trace.span ? runInSpan(trace.span, () => this.serve(req, res, visit, match)) : this.serve(req, res, visit, match));
   };
@@ -120,7 +121,7 @@ export class FrontDoor {
 function routeTemplate(match: Match, path: string): string | undefined {
   if (!('entry' in match)) return undefined;
   const { route } = match.entry;
-  if (route.kind === 'callback') return route.path; // never the token
+  if (route.kind === 'callback' || route.kind === 'result') return route.path; // never the token
   if (route.kind === 'async' || route.kind === 'status') {
     if (!('tasksOf' in match.entry)) return route.path;
     return 'action' in match.entry ? `${route.path}/:task_id/${match.entry.action}` : `${route.path}/:task_id`;

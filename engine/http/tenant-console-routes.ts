@@ -6,7 +6,7 @@
 //   DELETE /v1/keys/:id      key with revoked_at                            console:create
 //   GET    /v1/tasks         {data: [task], has_more, next_cursor}          console:read
 //   GET    /v1/tasks/:id     {task, events: [{..., deliveries}]}            console:read
-//   GET    /v1/usage         {from, to, data: [{day, vendor, route, credits, count}], total_credits}
+//   GET    /v1/usage         {from, to, data: [{day, vendor, route, credits, count}], total_credits, storage?: {files, bytes}}
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { GatewayError } from '../errors/gateway-error.ts';
@@ -33,6 +33,8 @@ export interface TenantConsoleDeps {
   auth: RequestHandler;
   ajv: Ajv2020;
   clock: Clock;
+  /** The tenant's result files held now (the result store, when on): GET /v1/usage's `storage`. */
+  storage?: (tenantId: string) => Promise<{ files: number; bytes: number }>;
 }
 
 const DEFAULT_LIMIT = 20;
@@ -83,7 +85,7 @@ export function tenantConsoleRouter(deps: TenantConsoleDeps): Router {
     const auth = caller(res, 'read');
     const range = usageRange(query(req, 'from'), query(req, 'to'), deps.clock.now());
     const { total_milli: _m, ...report } = await deps.reports.usage(auth.tenantId, range.from, range.to);
-    res.json(report);
+    res.json(deps.storage ? { ...report, storage: await deps.storage(auth.tenantId) } : report);
   });
   return r;
 }

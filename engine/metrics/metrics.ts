@@ -216,6 +216,47 @@ export const jobQueueLag = new client.Gauge({
   },
 });
 
+// ---- Result store (engine/results/) ----------------------------------------------------------
+export const resultBytesCopied = new client.Counter({
+  name: 'gateway_result_bytes_copied_total',
+  help: 'Bytes of result files copied from providers into the result store, by vendor.',
+  labelNames: ['vendor'] as const,
+  registers,
+});
+export const resultBytesServed = new client.Counter({
+  name: 'gateway_result_bytes_served_total',
+  help: 'Bytes of result files sent to clients by the result host (a presigned redirect sends none).',
+  registers,
+});
+export const resultCopyFailures = new client.Counter({
+  name: 'gateway_result_copy_failures_total',
+  help: 'Failed copies of a task\'s result files, by vendor and reason: refused_address, too_large, content_type, http_status, network, timeout, store.',
+  labelNames: ['vendor', 'reason'] as const,
+  registers,
+});
+export const resultCopyDuration = new client.Histogram({
+  name: 'gateway_result_copy_duration_seconds',
+  help: 'Time to copy all result files of a task (successful copies).',
+  labelNames: ['vendor'] as const,
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800],
+  registers,
+});
+export const resultFilesHeld = new client.Gauge({
+  name: 'gateway_result_files',
+  help: 'Result files held in the result store, as counted by the last retention sweep of this process.',
+  registers,
+});
+export const resultBytesHeld = new client.Gauge({
+  name: 'gateway_result_stored_bytes',
+  help: 'Bytes of result files held in the result store, as counted by the last retention sweep of this process.',
+  registers,
+});
+export const resultFilesDeleted = new client.Counter({
+  name: 'gateway_result_files_deleted_total',
+  help: 'Result files deleted by the retention sweep once expired.',
+  registers,
+});
+
 // ---- Readiness and build --------------------------------------------------------------------
 export const dependencyUp = new client.Gauge({
   name: 'gateway_dependency_up',

@@ -23,7 +23,10 @@ export class TaskCancellation {
     if (!task || (await this.ending.settled(task))) return;
     const route = this.d.routes.get(task.route);
     const seconds = route ? Math.round(route.maxExecutionMs / 1000) : 0;
-    const failed = await this.ending.failTask(task, new GatewayError(4008, `The task exceeded the maximum execution time (${seconds} s) and was cancelled.`));
+    // A task held back only by a copy of its result files that kept failing ends with that reason.
+    const failed = await this.ending.failTask(task, task.result_copy_error
+      ? new GatewayError(4012, `The result files could not be copied before the task's deadline (${seconds} s): ${task.result_copy_error}`)
+      : new GatewayError(4008, `The task exceeded the maximum execution time (${seconds} s) and was cancelled.`));
     // Only the caller whose transition failed the task asks the provider to stop it, so a poll
     // and the sweep reaching the deadline together send one cancel. Not awaited: a slow or dead
     // provider must hold up neither this job nor the sweep's other tasks.

@@ -8,6 +8,7 @@ import type { SharedMediaStore } from '../media/shared.ts';
 import type { Clock } from '../util/clock.ts';
 import type { TaskAccounting } from './accounting.ts';
 import type { TaskStore } from './store.ts';
+import type { ResultCopyPort } from './result-copy.ts';
 
 /**
  * The lifecycle's jobs. `deadline` is scheduled by no current code: it serves the jobs that
@@ -33,6 +34,8 @@ export interface LifecycleDeps {
   sharedMedia?: SharedMediaStore;
   /** server.public_base_url (no trailing slash): routes declaring upstream.callback get a push URL under it. */
   publicBaseUrl?: string;
+  /** The result store (results.store not off): a completed task's files are copied before it shows completed. */
+  results?: ResultCopyPort;
 }
 
 /**

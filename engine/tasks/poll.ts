@@ -15,6 +15,7 @@ import { asGatewayError, mappedError, memberOf, readOptional, routeOf } from './
 import { readResult, taskPath } from './upstream-answers.ts';
 import { UnsafePathError } from '../upstream/answer-paths.ts';
 import { ACTIVE, type TaskRecord, type TaskStatus } from './task.ts';
+import { copyResults } from './result-copy.ts';
 import { throttled } from '../log/throttle.ts';
 
 /** While a task has a callback URL, its polls are this many times slower (the push is expected first). */
@@ -136,6 +137,8 @@ export class TaskPolling {
     const raw = await statusExpr.evaluate(body, { http_status: httpStatus }).catch(() => undefined);
     const status = p.statusMap[String(raw)];
     const ended = (failed: TaskRecord | boolean | undefined) => (failed ? 'ended' : 'lost');
+    // A copy of the result files that failed is tried again at the next poll: the task goes on.
+    const completed = (outcome: boolean | 'retry') => (outcome === 'retry' ? 'processing' : ended(outcome));
     if (!status) return ended(await this.ending.failTask(task, new GatewayError(3003, `The provider reported an unknown task status ${JSON.stringify(raw ?? null)}.`)));
     if (status === 'failed') {
       const message = await readOptional(p.errorMessage, body, httpStatus);
@@ -143,7 +146,7 @@ export class TaskPolling {
       return ended(await this.ending.failTask(task, await mappedError(route, stage, { stage: 'task', http_status: httpStatus, body, message: code && message ? `${message} (${code})` : message })));
     }
     if (status !== 'completed') return status;
-    if (!route.resultFetch) return ended(await this.complete(task, route, body, httpStatus));
+    if (!route.resultFetch) return completed(await this.complete(task, route, body, httpStatus));
     // The output sits at a second URL (fal's response_url): its answer is the final one.
     const call = { method: route.resultFetch.method, path: taskPath(route.resultFetch.path, task) };
     let res: UpstreamResponse;
@@ -160,17 +163,29 @@ export class TaskPolling {
       this.d.logger.warn({ task_id: task.id, vendor: route.vendor, ...call, http_status: res.status }, 'the result request of a completed task was refused');
       return ended(await this.ending.failTask(task, await mappedError(route, 'result', { stage: 'result', http_status: res.status, body: res.body, message })));
     }
-    return ended(await this.complete(task, route, res.body, res.status));
+    return completed(await this.complete(task, route, res.body, res.status));
   }
 
-  /** True when this call ended the task (completed, or failed for an unreadable result); false when it had already ended. */
-  private async complete(task: TaskRecord, route: AsyncRoutePlan, body: unknown, httpStatus: number): Promise<boolean> {
+  /**
+   * True when this call ended the task (completed, or failed for an unreadable result or files
+   * that cannot be copied); false when it had already ended; `retry` when its result files could
+   * not be copied yet (the next poll tries again, within the task's deadline).
+   */
+  private async complete(task: TaskRecord, route: AsyncRoutePlan, body: unknown, httpStatus: number): Promise<boolean | 'retry'> {
     const read = await readResult(route, body, httpStatus, task.request);
     if ('error' in read) return (await this.ending.failTask(task, read.error)) !== undefined;
     const result = read.result;
+    // Before `completed`: a client never sees the provider's URLs while the result store is on.
+    const alive = { touch: () => this.d.store.transition(task.id, ACTIVE, { checked_at: this.d.clock.now() }), everyMs: Math.max(1, Math.floor(this.d.sweepGraceMs / 3)) };
+    const copied = await copyResults(this.d.results, task, route, memberOf(route, task), result, alive);
+    if ('fail' in copied) return (await this.ending.failTask(task, copied.fail)) !== undefined;
+    if ('retry' in copied) {
+      await this.d.store.transition(task.id, ACTIVE, { result_copy_error: copied.retry, checked_at: this.d.clock.now() });
+      return 'retry';
+    }
     // The price is fixed before the transition, so a re-run of finalize() settles the same amount.
     const charge = await this.d.accounting.price({ ...task, result }, route, body);
-    const done = await this.d.store.transition(task.id, ACTIVE, { status: 'completed', result, charge, finalized: false, updated_at: isoNow(this.d.clock), poll_failures: 0 });
+    const done = await this.d.store.transition(task.id, ACTIVE, { status: 'completed', ...copied.patch, charge, finalized: false, updated_at: isoNow(this.d.clock), poll_failures: 0 });
     if (!done) return false; // someone else finished it first
     finished(done);
     await this.ending.finalize(done);

@@ -99,6 +99,8 @@ export class TaskSubmission {
       traceparent,
     };
     if (route.callback && this.d.publicBaseUrl) task.callback_token = randomBytes(24).toString('base64url');
+    // The secret of its result-file URLs, fixed now so every process that copies them makes the same URLs.
+    if (this.d.results) task.results_token = randomBytes(24).toString('base64url');
     return task;
   }
 

@@ -50,6 +50,12 @@ export interface TaskRecord {
   callback_token?: string;
   /** Number of the last poll, so a re-driven poll chain continues the lost one's job ids. */
   poll_n?: number;
+  /** The secret in the task's result-file URLs (engine/results/): chosen at create, never shown on its own. */
+  results_token?: string;
+  /** When the copied result files expire (ISO 8601): the task read shows it beside the URL arrays. */
+  results_expire_at?: string;
+  /** Why the last copy of the result files failed (retried until the deadline, which then fails the task with 4012). */
+  result_copy_error?: string;
 }
 
 export const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed']);
@@ -72,5 +78,6 @@ export function taskInfo(t: TaskRecord): TaskInfo {
 
 /** The GET response: task_info, and the result fields beside it once completed. */
 export function taskResponse(t: TaskRecord): Record<string, unknown> {
-  return t.status === 'completed' && t.result ? { task_info: taskInfo(t), ...t.result } : { task_info: taskInfo(t) };
+  if (t.status !== 'completed' || !t.result) return { task_info: taskInfo(t) };
+  return t.results_expire_at ? { task_info: taskInfo(t), ...t.result, results_expire_at: t.results_expire_at } : { task_info: taskInfo(t), ...t.result };
 }

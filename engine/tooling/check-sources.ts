@@ -6,6 +6,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { loadConfigFile, loadConfigText } from '../load-config.ts';
 import { LoadError, type Problem } from '../config/yaml-source.ts';
 import type { GatewayConfig } from '../config/types.ts';
+import { resultsConfigWarnings } from '../results/config.ts';
 import { descriptorNames } from '../descriptors/load-descriptors.ts';
 
 export interface CheckTargets {
@@ -13,6 +14,8 @@ export interface CheckTargets {
   /** The config file read (when one was). */
   configFile?: string;
   configProblems: Problem[];
+  /** What the config allows but an operator should know (e.g. a local result store in Redis mode). */
+  configWarnings: Problem[];
   /** Absolute descriptor file paths, sorted, without duplicates. */
   files: string[];
   problems: Problem[];
@@ -29,12 +32,14 @@ export function checkTargets(opts: TargetOptions): CheckTargets {
   const env = opts.env ?? process.env;
   const configProblems: Problem[] = [];
   const problems: Problem[] = [];
+  const configWarnings: Problem[] = [];
   let config: GatewayConfig | undefined;
   const explicit = opts.config ?? env.GATEWAY_CONFIG;
   const configFile = resolve(explicit ?? 'config.yaml');
   if (existsSync(configFile)) {
     try {
       config = loadConfigFile(configFile, { env });
+      configWarnings.push(...resultsConfigWarnings(config.results, config.store.kind).map((w) => ({ file: configFile, line: 1, col: 1, ...w })));
     } catch (err) {
       if (!(err instanceof LoadError)) throw err;
       configProblems.push(...err.problems);
@@ -64,7 +69,7 @@ export function checkTargets(opts: TargetOptions): CheckTargets {
       else problems.push({ file: p, line: 0, col: 0, pointer: '', message: 'not a fixture of a descriptor (expected <vendors>/<vendor>/fixtures/<route>/<state>.json)' });
     } else problems.push({ file: p, line: 0, col: 0, pointer: '', message: 'not a descriptor (.yaml), a fixture (.json) or a folder' });
   }
-  return { config, configFile: config ? configFile : undefined, configProblems, files: [...files].sort(), problems };
+  return { config, configFile: config ? configFile : undefined, configProblems, configWarnings, files: [...files].sort(), problems };
 }
 
 function hasYaml(dir: string): boolean {

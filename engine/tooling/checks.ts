@@ -53,6 +53,7 @@ export async function runChecks(opts: TargetOptions = {}): Promise<CheckReport> 
   const targets = checkTargets(opts);
   const findings: Finding[] = [];
   findings.push(...targets.configProblems.map((p) => finding(p, 'config')));
+  findings.push(...targets.configWarnings.map((p) => finding(p, 'config', 'warning')));
   findings.push(...targets.problems.map((p) => finding(p, 'config')));
   if (targets.config && targets.configFile) findings.push(...adminTokenFindings(targets.config, relative(process.cwd(), targets.configFile) || targets.configFile));
 

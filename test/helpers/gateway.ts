@@ -74,6 +74,7 @@ vendors: { dir: ${JSON.stringify(vendorsDir)}, enabled: ${JSON.stringify(enabled
 upstreams: ${JSON.stringify(o.upstreams ?? {})}
 ${(o.yaml ?? '').match(/^limits:/m) ? '' : NO_LIMITS}
 ${(o.yaml ?? '').match(/^metrics:/m) ? '' : 'metrics: { port: 0 }'}
+${(o.yaml ?? '').match(/^results:/m) ? '' : '# Tests not about the result store keep the providers\' URLs (docs/results.md).\nresults: { store: off }'}
 ${o.yaml ?? ''}`;
   const config = loadConfigText(yaml, ROOT, { env: o.env ?? {} });
   return startGateway(config, { logger: o.logger ?? createLogger('silent'), ...o });

@@ -249,7 +249,7 @@ describe('ops/: Prometheus rules, scrape config and Grafana dashboard', function
       const unshown = GATEWAY_FAMILIES.filter((n) => ![n, `${n}_bucket`, `${n}_sum`, `${n}_count`].some((s) => used.has(s)));
       expect(unshown, 'gateway metrics on no dashboard panel').to.deep.equal([]);
       const rows = d.panels.filter((p) => p.type === 'row').map((p) => p.title);
-      expect(rows).to.deep.equal(['Traffic', 'Errors', 'Upstream', 'Tasks', 'Money and limits', 'Webhooks and job queues', 'Process', 'Readiness and build']);
+      expect(rows).to.deep.equal(['Traffic', 'Errors', 'Upstream', 'Tasks', 'Money and limits', 'Webhooks and job queues', 'Process', 'Readiness and build', 'Result store']);
     });
 
     it('the operating guide\'s metric catalogue lists exactly the registry\'s gateway_* metrics, with their types and labels', () => {

@@ -31,6 +31,8 @@ export interface ConfigOptions {
   vendorsDir?: string;
   /** server.shutdown_grace_ms (default 2000). */
   graceMs?: number;
+  /** The `results:` mapping (default: off, the providers' URLs pass through). */
+  results?: string;
 }
 
 /** A config file for processes sharing one Redis; provider_b only, its upstream a test server. */
@@ -52,6 +54,7 @@ upstreams:
 ${o.chatUrl ? `  provider_c: { base_url: "${o.chatUrl}", credentials: { api_key: ${o.chatKey ?? 'mp-secret'} }, timeout_ms: 5000 }\n` : ''}${NO_LIMITS}
 metrics: { port: 0 }
 webhooks: { allow_private_cidrs: ["127.0.0.1/32"], ca_pem: ${JSON.stringify(o.caPem ? [o.caPem] : [])} }
+results: ${o.results ?? '{ store: off }'}
 `);
   return file;
 }

@@ -11,7 +11,7 @@
 //                     find-my-way).
 //   services          tasks, billing, webhooks, proxy, limits, tenants, idempotency, sandbox (the
 //                     built-in upstream simulator), docs (the OpenAPI document /openapi.json
-//                     serves). Never import express or engine/http/.
+//                     serves), results (the result store). Never import express or engine/http/.
 //   compiler          engine/descriptors (descriptors → frozen route plans, pricing plans, JSON
 //                     paths) and engine/validation (the Ajv request-validator compiler it uses).
 //                     Imports ports and the ground floor, never a service or engine/http/.
@@ -21,7 +21,8 @@
 //                     parse pool, and its SharedMediaStore port); and in each service folder the
 //                     file named `store.ts` (that service's store interface) with the record files
 //                     listed in PORT_FILES.
-//   adapters          engine/store/memory, engine/store/redis, engine/jobs/bullmq-scheduler.ts:
+//   adapters          engine/store/memory, engine/store/redis, engine/store/files and
+//                     engine/store/s3 (the result store's backends), engine/jobs/bullmq-scheduler.ts:
 //                     import only ports, records, the ground floor and npm packages.
 //   ground floor      errors, util (ids, clock, within, money, expressions, json bodies), log, metrics,
 //                     tracing (OpenTelemetry spans), config (the config record and the positioned
@@ -47,11 +48,11 @@ import { fileURLToPath } from 'node:url';
 
 const ENGINE = join(dirname(fileURLToPath(import.meta.url)), '../../engine');
 
-const SERVICES = new Set(['tasks', 'billing', 'webhooks', 'proxy', 'limits', 'tenants', 'idempotency', 'sandbox', 'docs']);
+const SERVICES = new Set(['tasks', 'billing', 'webhooks', 'proxy', 'limits', 'tenants', 'idempotency', 'sandbox', 'docs', 'results']);
 const COMPILER = new Set(['descriptors', 'validation']);
 const PORT_FOLDERS = new Set(['upstream', 'events', 'jobs', 'media']);
 const PORT_FILES = new Set(['tasks/task.ts', 'tenants/types.ts', 'limits/config.ts']);
-const ADAPTERS = new Set(['store/memory', 'store/redis', 'jobs/bullmq']);
+const ADAPTERS = new Set(['store/memory', 'store/redis', 'store/files', 'store/s3', 'jobs/bullmq']);
 const GROUND = new Set(['errors', 'util', 'log', 'config', 'metrics', 'tracing']);
 const TOOLING = new Set(['cli', 'tooling', 'cluster']);
 const HTTP = 'http';
@@ -64,6 +65,8 @@ function folderOf(file: string): string {
   if (!file.includes('/')) return ROOT;
   if (file.startsWith('store/memory/')) return 'store/memory';
   if (file.startsWith('store/redis/')) return 'store/redis';
+  if (file.startsWith('store/files/')) return 'store/files';
+  if (file.startsWith('store/s3/')) return 'store/s3';
   if (file.startsWith('jobs/bullmq')) return 'jobs/bullmq';
   return file.slice(0, file.indexOf('/'));
 }

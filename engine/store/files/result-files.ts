@@ -1,0 +1,121 @@
+// The `local` result backend: files under results.local.dir, one data file and one metadata
+// file (`<name>.meta.json`: content type, size, ETag) per key. A copy streams into a partial
+// file (`.part-<random>` beside its key) and is renamed into place with its metadata, so a reader
+// sees a whole file or none; partial files left by a killed process are deleted by the walk of
+// the retention sweep once they are an hour old. In Redis mode every gateway process must see
+// the same directory (a shared volume): docs/results.md.
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, relative, sep } from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ListedFile, ResultBackend, StoredFile } from '../../results/store.ts';
+
+const META = '.meta.json';
+const PART = '.part-';
+/** A partial file this old belongs to a copy that was cut short (a copy's own timeout is far below it). */
+const STALE_PART_MS = 3_600_000;
+
+export class LocalResultFiles implements ResultBackend {
+  readonly kind = 'local' as const;
+  private readonly dir: string;
+
+  constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  private path(key: string): string {
+    // Keys are built by the service from ids and fixed names; refuse anything that could climb out.
+    if (key.split('/').some((part) => part === '' || part === '.' || part === '..' || part.startsWith('.'))) throw new Error(`bad result key ${key}`);
+    return join(this.dir, ...key.split('/'));
+  }
+
+  async put(key: string, body: Readable, contentType: string): Promise<StoredFile> {
+    const target = this.path(key);
+    await mkdir(dirname(target), { recursive: true });
+    const part = join(dirname(target), `${PART}${randomBytes(8).toString('hex')}`);
+    const hash = createHash('sha256');
+    let size = 0;
+    const count = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        hash.update(chunk);
+        size += chunk.length;
+        done(null, chunk);
+      },
+    });
+    try {
+      await pipeline(body, count, createWriteStream(part));
+      const file: StoredFile = { size, contentType, etag: `"${hash.digest('base64url').slice(0, 32)}"`, writtenAt: Date.now() };
+      // Metadata first: a data file without it is never served (stat reads both).
+      await writeFile(`${part}${META}`, JSON.stringify(file));
+      await rename(`${part}${META}`, `${target}${META}`);
+      await rename(part, target);
+      return file;
+    } catch (err) {
+      await rm(part, { force: true });
+      await rm(`${part}${META}`, { force: true });
+      throw err;
+    }
+  }
+
+  async stat(key: string): Promise<StoredFile | undefined> {
+    const target = this.path(key);
+    try {
+      const [meta, data] = await Promise.all([readFile(`${target}${META}`, 'utf8'), stat(target)]);
+      const file = JSON.parse(meta) as StoredFile;
+      // The metadata of an earlier copy beside the data of a later one (same bytes): the data decides the size.
+      return data.size === file.size ? file : undefined;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+  }
+
+  async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
+    return createReadStream(this.path(key), range ? { start: range.start, end: range.end } : undefined);
+  }
+
+  async presign(): Promise<undefined> {
+    return undefined;
+  }
+
+  async remove(key: string): Promise<void> {
+    const target = this.path(key);
+    await rm(target, { force: true });
+    await rm(`${target}${META}`, { force: true });
+  }
+
+  async *list(prefix: string): AsyncIterable<ListedFile> {
+    const root = prefix ? this.path(prefix.replace(/\/$/, '')) : this.dir;
+    yield* this.walk(root);
+  }
+
+  private async *walk(dir: string): AsyncIterable<ListedFile> {
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    for (const entry of entries) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        yield* this.walk(path);
+        continue;
+      }
+      const partial = entry.name.startsWith(PART);
+      if (entry.name.endsWith(META) && !partial) continue;
+      const s = await stat(path).catch(() => undefined);
+      if (!s) continue;
+      if (partial) {
+        if (Date.now() - s.mtimeMs > STALE_PART_MS) await rm(path, { force: true });
+        continue;
+      }
+      yield { key: relative(this.dir, path).split(sep).join('/'), size: s.size, writtenAt: s.mtimeMs };
+    }
+  }
+
+  async close(): Promise<void> {}
+}
