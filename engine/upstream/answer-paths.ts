@@ -37,13 +37,16 @@ export function placeholdersOf(template: string): string[] {
 /** A path template with its placeholders filled; throws UnsafePathError when what the provider answered cannot be used. */
 export function buildTaskPath(template: string, refs: TaskPathRefs): string {
   const path = template.replace(PLACEHOLDER, (_, name: string) => {
+    if (name.startsWith('upstream_task_id') && refs.upstreamTaskId === '') throw new UnsafePathError('the task id is empty');
     if (name === 'upstream_task_id') return encodeURIComponent(refs.upstreamTaskId);
     if (name === 'upstream_task_id:path') return relativePath(refs.upstreamTaskId, 'the task id');
     const url = refs.urls?.[name.slice(4)];
     if (url === undefined) throw new UnsafePathError(`the submit answer named no URL "${name.slice(4)}"`);
     return url;
   });
-  checkSegments(path.split('?')[0]!, 'the path');
+  // The whole path once more: an id of `..` is a dot segment even percent-encoded. An encoded
+  // slash is what {upstream_task_id} makes of a `/` in the id: data within one segment there.
+  checkSegments(path.split('?')[0]!, 'the path', true);
   return path;
 }
 
@@ -85,13 +88,13 @@ function checkCharacters(s: string, what: string): void {
 }
 
 /** Every segment of a path: no empty one (`//`), no `.` or `..`, raw or percent-encoded, no encoded slash. */
-function checkSegments(path: string, what: string): void {
+function checkSegments(path: string, what: string, encodedSlashes = false): void {
   const segments = path.split('/');
   for (const [i, seg] of segments.entries()) {
     // A leading slash makes the first segment empty, and a trailing one the last.
     if (seg === '' && (i === 0 || i === segments.length - 1)) continue;
     if (seg === '') throw new UnsafePathError(`${what} holds an empty segment (//)`);
-    if (/%2f|%5c/i.test(seg)) throw new UnsafePathError(`${what} holds an encoded slash`);
+    if (!encodedSlashes && /%2f|%5c/i.test(seg)) throw new UnsafePathError(`${what} holds an encoded slash`);
     let decoded = seg;
     try {
       decoded = decodeURIComponent(seg);
