@@ -13,7 +13,7 @@ import type { Problem } from '../config/yaml-source.ts';
 import type { LoadedVendor } from '../descriptors/load-descriptors.ts';
 import { resultFieldValue } from '../descriptors/result-fields.ts';
 import type { RouteSpec, TaskStatus } from '../descriptors/types.ts';
-import { buildTaskPath, pathUnderBase, placeholdersOf, UnsafePathError } from '../upstream/answer-paths.ts';
+import { buildTaskPath, pathUnderBase, placeholdersOf, readsHttpStatus, UnsafePathError } from '../upstream/answer-paths.ts';
 import { compileExpr, type CompiledExpr } from '../util/expr.ts';
 import { fillFixture, fixtureAnswer, fixtureVars } from './fixtures.ts';
 
@@ -205,6 +205,10 @@ async function readPolls(run: Run, request: Record<string, unknown>): Promise<vo
     const key = typeof got.value === 'string' || typeof got.value === 'number' ? String(got.value) : undefined;
     const state: TaskStatus | undefined = key === undefined ? undefined : poll.status_map[key];
     const ok = answer.status >= 200 && answer.status <= 299;
+    if (!ok && !readsHttpStatus(poll.status)) {
+      at(`${p}/upstream/poll/status`, `${where}/${name}.json answers HTTP ${answer.status}, and the status expression does not read $http_status: such a poll counts as failed (read $http_status to map it)`);
+      continue;
+    }
     if (!state) {
       const then = ok ? 'the gateway would fail the task with 3003' : `a poll answered HTTP ${answer.status} would count as failed`;
       at(`${p}/upstream/poll/status`, `reads ${describeValue(got.value)} from ${where}/${name}.json, which status_map does not map (it maps: ${Object.keys(poll.status_map).join(', ')}): ${then}`);

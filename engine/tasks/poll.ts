@@ -13,7 +13,7 @@ import { finished, type TaskEnding } from './ending.ts';
 import { JOBS, type LifecycleDeps, type LifecycleState } from './lifecycle-deps.ts';
 import { asGatewayError, mappedError, memberOf, readOptional, routeOf } from './provider.ts';
 import { readResult, taskPath } from './upstream-answers.ts';
-import { UnsafePathError } from '../upstream/answer-paths.ts';
+import { readsHttpStatus, UnsafePathError } from '../upstream/answer-paths.ts';
 import { ACTIVE, type TaskRecord, type TaskStatus } from './task.ts';
 import { copyResults } from './result-copy.ts';
 import { throttled } from '../log/throttle.ts';
@@ -193,8 +193,14 @@ export class TaskPolling {
   }
 }
 
-/** True when a (non-2xx) poll answer's status is one the status_map maps: an answer, not a failed poll. */
+/**
+ * True when a (non-2xx) poll answer is an answer, not a failed poll: the status expression reads
+ * $http_status (so the descriptor means to read such answers) and status_map maps what it reads.
+ * An expression that does not look at the status would otherwise map a 404's body onto a default
+ * branch ("not done yet") and poll a wrong path until the safety net.
+ */
 async function mapsStatus(route: AsyncRoutePlan, res: UpstreamResponse): Promise<boolean> {
+  if (!readsHttpStatus(route.poll.status.source)) return false;
   const raw = await route.poll.status.evaluate(res.body, { http_status: res.status }).catch(() => undefined);
   return raw !== undefined && raw !== null && String(raw) in route.poll.statusMap;
 }

@@ -104,3 +104,8 @@ function checkSegments(path: string, what: string, encodedSlashes = false): void
     if (decoded === '.' || decoded === '..') throw new UnsafePathError(`${what} holds a ${decoded} segment`);
   }
 }
+
+/** True when an expression reads the answer's HTTP status ($http_status): only then is a non-2xx poll answer read as an answer. */
+export function readsHttpStatus(source: string): boolean {
+  return /\$http_status\b/.test(source);
+}

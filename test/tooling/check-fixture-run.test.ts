@@ -67,9 +67,14 @@ describe('gateway check runs the fixtures end to end', () => {
     const dir = vendorsDir();
     const text = editDescriptor(dir, 'acme', () => undefined);
     writeFixture(dir, 'acme', 'generation', 'queued', { $status: 400, $body: { detail: 'Request is still in progress' } });
-    const f = (await errors(dir)).find((x) => x.pointer === '/routes/0/upstream/poll/status')!;
+    let f = (await errors(dir)).find((x) => x.pointer === '/routes/0/upstream/poll/status')!;
     expect(f.line).to.equal(lineOf(text, 'status: output.status'));
-    expect(f.message).to.match(/reads nothing from .*queued\.json, which status_map does not map .*a poll answered HTTP 400 would count as failed/);
+    expect(f.message).to.match(/queued\.json answers HTTP 400, and the status expression does not read \$http_status: such a poll counts as failed/);
+    editDescriptor(dir, 'acme', (d) => {
+      d.routes[0].upstream.poll.status = "$http_status = 400 ? 'NOT_READY' : output.status";
+    });
+    f = (await errors(dir)).find((x) => x.pointer === '/routes/0/upstream/poll/status')!;
+    expect(f.message).to.match(/reads "NOT_READY" from .*queued\.json, which status_map does not map .*a poll answered HTTP 400 would count as failed/);
     editDescriptor(dir, 'acme', (d) => {
       d.routes[0].upstream.poll.status = "$http_status = 400 ? 'QUEUED' : output.status";
     });
