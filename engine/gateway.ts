@@ -345,9 +345,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       // Keep-alive sockets become idle as their last response ends: close them as they do.
       const sweep = setInterval(() => server.closeIdleConnections(), 50);
       server.closeIdleConnections();
-      // What is in flight gets the grace period: requests, running jobs (no new one is taken),
+      // What is in flight gets the grace period: requests (with what follows their answer: a
+      // chat charge, the access line), running jobs (no new one is taken),
       // the submissions that followed a 202.
-      const finished = Promise.all([drained.then(() => lifecycle.idle()), scheduler.close(graceMs)]);
+      const finished = Promise.all([drained.then(() => Promise.all([door.idle(), lifecycle.idle()])), scheduler.close(graceMs)]);
       if ((await within(finished, graceMs)) === 'late') {
         // Then it is cut, upstream calls included (undici), so nothing outlives the grace period.
         // What was cut is left as it was: its task stays active and is re-driven (the job is

@@ -45,6 +45,12 @@ export class FrontDoor {
   private readonly controlRoutes: RouteTable<string>;
   /** server.trust_proxy, as the control plane's express app has it. */
   private readonly trustProxy: boolean;
+  /**
+   * Data-plane requests whose handler still runs. Their answer may be out and the connection
+   * closed (so the server counts them done) while the chat charge and the access line still
+   * follow: shutdown waits for these before it closes the store.
+   */
+  private readonly serving = new Set<Promise<void>>();
 
   constructor(deps: FrontDoorDeps) {
     this.logger = deps.logger;
@@ -85,8 +91,15 @@ export class FrontDoor {
     const kind = 'entry' in match ? match.entry.route.kind : undefined;
     const shown = kind === 'callback' ? path.replace(/[^/]*$/, '***') : kind === 'result' ? path.replace(/^(\/[^/]*\/[^/]*\/)[^/]*/, '$1***') : path;
     const visit: Visit = { trace, t0, path: shown, clientAddress: () => clientAddress(req, this.trustProxy), readBody: bodyReader(req, 'entry' in match ? match.entry.body : undefined) };
-    void (trace.span ? runInSpan(trace.span, () => this.serve(req, res, visit, match)) : this.serve(req, res, visit, match));
+    const served = trace.span ? runInSpan(trace.span, () => this.serve(req, res, visit, match)) : this.serve(req, res, visit, match);
+    this.serving.add(served);
+    void served.finally(() => this.serving.delete(served));
   };
+
+  /** Resolves once no data-plane handler runs (shutdown: after the server stopped taking requests). */
+  async idle(): Promise<void> {
+    while (this.serving.size) await Promise.allSettled([...this.serving]);
+  }
 
   /** A data-plane request or a 404/405 of either table, answered (a problem when its handler throws) and logged. */
   private async serve(req: IncomingMessage, res: ServerResponse, visit: Visit, match: Match): Promise<void> {
