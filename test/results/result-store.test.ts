@@ -136,6 +136,46 @@ for (const backend of ['local', 's3'] as const) {
       expect(usage.body.storage).to.deep.equal({ files: 2, bytes: png.length + jpg.length });
     });
 
+    it('puts the result host\'s URLs in the task.succeeded event (what webhooks deliver)', async () => {
+      const { tenant, key } = await newTenant(gw);
+      const seen: Array<{ type: string; data: any }> = [];
+      gw.bus.subscribe((e) => {
+        if (e.tenant_id === tenant.id) seen.push(e);
+      });
+      const done = await run(D, [files.put(`/d/${n}/event.png`, { bytes: randomBytesOf(100), type: 'image/png' })], key);
+      expect(done.body.task_info.status, done.text).to.equal('completed');
+      const succeeded = seen.find((e) => e.type === 'task.succeeded');
+      expect(succeeded, JSON.stringify(seen.map((e) => e.type))).to.not.equal(undefined);
+      expect(succeeded!.data.payload.images).to.deep.equal(done.body.images);
+      expect(succeeded!.data.payload.results_expire_at).to.equal(done.body.results_expire_at);
+    });
+
+    if (backend === 's3') {
+      it('answers with a presigned redirect when results.s3.presign is on', async () => {
+        const presigning = await startTestGateway({
+          sandbox: false, vendorsDir: dir, scale: 0.01,
+          upstreams: { provider_d: { base_url: up.url, credentials: { api_key: 'sk-d' } }, provider_e: { base_url: up.url, credentials: { api_key: VENDOR_KEY } } },
+          yaml: `results: { store: s3, ${s3!.yaml(', presign: true')}, allow_private_cidrs: ["127.0.0.1/32"] }`,
+        });
+        try {
+          const { key } = await newTenant(presigning);
+          const png = randomBytesOf(30_000);
+          const done = await run(D, [files.put(`/d/${n}/presigned.png`, { bytes: png, type: 'image/png' })], key, presigning);
+          const redirect = await fetch(done.body.images[0], { redirect: 'manual' });
+          expect(redirect.status).to.equal(302);
+          const location = redirect.headers.get('location')!;
+          expect(location.startsWith(s3!.endpoint)).to.equal(true);
+          expect(location).to.contain('X-Amz-Signature=');
+          const object = await fetch(location, { headers: { range: 'bytes=0-99' } });
+          expect(object.status).to.equal(206);
+          expect(Buffer.from(await object.arrayBuffer()).equals(png.subarray(0, 100))).to.equal(true);
+          expect(Buffer.from(await (await fetch(done.body.images[0])).arrayBuffer()).equals(png)).to.equal(true);
+        } finally {
+          await presigning.close();
+        }
+      });
+    }
+
     it('answers Range (206) and HEAD, 304 on a matching ETag, 416 outside the file', async () => {
       const { key } = await newTenant(gw);
       const webm = randomBytesOf(200_000);
