@@ -2,7 +2,8 @@
 // change it) from a provider's file host into the result store, and how much the gateway
 // process's RSS rises while it copies (read from /proc/<pid>/status every 20 ms). The gateway
 // is a child process (bench/result-copy-gateway.ts), one per backend: local directory, and S3
-// through s3rver (which runs in this process, as a remote store would elsewhere). A 1 MB copy
+// through s3rver (which runs in this process, as a remote store would elsewhere); BENCH_BACKENDS
+// (local,s3) picks them. A 1 MB copy
 // first loads what a copy loads (the SDK, the streams), so the rise is the copy's own.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -86,7 +87,16 @@ async function run(backend: 'local' | 's3', env: Record<string, string>): Promis
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-results-'));
 try {
-  await run('local', { RESULTS_DIR: join(dir, 'local') });
+  const backends = (process.env.BENCH_BACKENDS ?? 'local,s3').split(',');
+  if (backends.includes('local')) await run('local', { RESULTS_DIR: join(dir, 'local') });
+  if (backends.includes('s3')) await runS3(dir);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+  files.close();
+  upstream.close();
+}
+
+async function runS3(dir: string): Promise<void> {
   const s3 = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: join(dir, 's3') });
   const { port } = await s3.run();
   const client = new S3Client({ endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
@@ -94,8 +104,4 @@ try {
   client.destroy();
   await run('s3', { S3_ENDPOINT: `http://127.0.0.1:${port}`, S3_BUCKET: 'bench-results' });
   await s3.close();
-} finally {
-  rmSync(dir, { recursive: true, force: true });
-  files.close();
-  upstream.close();
 }

@@ -12,6 +12,7 @@ export const BENCHMARKS: ReadonlyArray<{ name: string; file: string; about: stri
   { name: 'chat', file: 'chat.ts', about: 'chat proxy overhead against a direct call and a minimal proxy' },
   { name: 'webhooks', file: 'webhooks.ts', about: 'signed webhook deliveries per second, and the API latency during a delivery burst' },
   { name: 'store', file: 'store.ts', about: 'creates/s and GET polls/s on the memory store and on Redis, Redis memory per finished task, RSS under steady load' },
+  { name: 'result-copy', file: 'result-copy.ts', about: 'result store: MB/s copying one 200 MB file from a provider into the local and S3 backends, and the gateway process RSS rise during it' },
   { name: 'workers', file: 'workers.ts', about: 'serve --workers 1 and 2 on Redis: sync chat and async creates per second, gateway and Redis CPU and Redis commands per request' },
 ];
 

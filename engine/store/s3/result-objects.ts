@@ -1,8 +1,8 @@
 // The `s3` result backend: S3-compatible object storage through the AWS SDK v3. Files are
 // uploaded with @aws-sdk/lib-storage (multipart above one part, parts of 5 MB, the least S3
-// takes, two in flight: about 15 MB held per copy, whatever the file's size; more parts in
-// flight raised the RSS rise of a 200 MB copy past 64 MB for little speed: bench/result-copy.ts); an upload that fails is
-// aborted by the SDK, and one cut by a killed process never becomes an object (S3 publishes a
+// takes, one in flight while the next fills: about 10 MB held per copy whatever the file's
+// size; more in flight raised a 200 MB copy's RSS rise from ~63 to ~85 MB, bench/result-copy.ts).
+// An upload that fails is aborted by the SDK, and one cut by a killed process never becomes an object (S3 publishes a
 // multipart object only at CompleteMultipartUpload; the bucket's AbortIncompleteMultipartUpload
 // rule reclaims its parts: docs/results.md). Clients may be sent to a presigned GET instead of
 // the gateway streaming the bytes (results.s3.presign).
@@ -25,7 +25,7 @@ export interface S3ResultOptions {
 }
 
 const PART_BYTES = 5 * 1024 * 1024;
-const PARTS_IN_FLIGHT = 2;
+const PARTS_IN_FLIGHT = 1;
 
 export class S3ResultObjects implements ResultBackend {
   readonly kind = 's3' as const;
