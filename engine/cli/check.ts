@@ -29,7 +29,7 @@ export async function checkCommand(args: string[]): Promise<number> {
   } else {
     const print = values.format === 'github' ? githubAnnotation : formatFinding;
     for (const f of report.findings) (f.severity === 'error' ? console.error : console.log)(print(f));
-    const summary = `${report.errors} error(s), ${report.warnings} warning(s) in ${report.vendors} descriptor(s), ${report.routes} route(s)`;
+    const summary = `${report.errors} error(s), ${report.warnings} warning(s) in ${report.vendors} descriptor(s) read (${report.enabled} enabled, ${report.disabled} disabled), ${report.routes} route(s)`;
     if (failed) console.error(`check failed: ${summary}`);
     else console.log(`ok: ${summary}`);
   }

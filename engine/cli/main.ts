@@ -2,22 +2,23 @@
 // The `gateway` command. `serve` runs the gateway in the foreground (logs to stdout, SIGTERM
 // drains and stops). The operator commands are clients of the admin API, so they work the
 // same whatever the store: they need GATEWAY_ADMIN_TOKEN and the gateway's URL.
-import { adminCommand, ADMIN_USAGE } from './admin-client.ts';
-import { CHECK_USAGE, checkCommand } from './check.ts';
-import { diffCommand, newVendorCommand, openapiCommand, routesCommand, TOOLS_USAGE } from './tools.ts';
-import { flushed, serve, SERVE_USAGE } from './serve.ts';
+import { adminCommand } from './admin-client.ts';
+import { checkCommand } from './check.ts';
+import { diffCommand, newVendorCommand, openapiCommand, routesCommand } from './tools.ts';
+import { flushed, serve } from './serve.ts';
+import { helpFor, USAGE, wantsHelp } from './help.ts';
 
-const USAGE = `usage: gateway <command> [options]
 
-${SERVE_USAGE}
-${CHECK_USAGE}
-${TOOLS_USAGE}
-${ADMIN_USAGE}
-Config: --config, else GATEWAY_CONFIG, else ./config.yaml. PORT, METRICS_PORT, REDIS_URL and the other
-variables of docs/configuration.md (Environment overrides) replace the file's values.`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command && !command.startsWith('-') && wantsHelp(rest)) {
+    const help = helpFor(USAGE, command, rest);
+    if (help) {
+      console.log(help);
+      return 0;
+    }
+  }
   switch (command) {
     case 'serve':
       return serve(rest);
@@ -36,8 +37,13 @@ async function main(argv: string[]): Promise<number> {
     case 'wallet':
     case 'limits':
       return adminCommand(command, rest);
+    case 'help': {
+      // `gateway help <command> [sub-command]`, as `gateway <command> --help`.
+      const help = rest[0] ? helpFor(USAGE, rest[0], rest.slice(1)) : undefined;
+      console.log(help ?? USAGE);
+      return 0;
+    }
     case undefined:
-    case 'help':
     case '--help':
     case '-h':
       console.log(USAGE);

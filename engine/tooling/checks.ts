@@ -10,7 +10,7 @@
 //   pricing          a pricing block that does not compile or cannot price an example
 //   fixture          fixtures the mappings cannot read (no task id, unmapped status, empty result)
 //   engine           whatever else the engine's own compiler refuses
-import { dirname, relative, resolve } from 'node:path';
+import { basename, dirname, relative, resolve } from 'node:path';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { LoadError, type Problem, type YamlSource } from '../config/yaml-source.ts';
 import type { GatewayConfig } from '../config/types.ts';
@@ -37,7 +37,12 @@ export interface CheckReport {
   ok: boolean;
   errors: number;
   warnings: number;
+  /** Descriptor files read (whether or not they passed the meta-schema). */
   vendors: number;
+  /** Of those, served under the config (`vendors.enabled`; every one without a config), and not. */
+  enabled: number;
+  disabled: number;
+  /** Routes of the descriptors that loaded. */
   routes: number;
   files: string[];
   findings: Finding[];
@@ -67,7 +72,8 @@ export async function runChecks(opts: TargetOptions = {}): Promise<CheckReport> 
       for (const p of err.problems) findings.push(finding(p, p.file.endsWith('.json') ? 'fixture' : 'meta-schema'));
     }
   }
-  const served = (v: LoadedVendor) => isEnabled(v, targets.config);
+  const served = (v: LoadedVendor) => isEnabled(v.file, targets.config);
+  const enabledFiles = targets.files.filter((f) => isEnabled(f, targets.config)).length;
   const enabled = loaded.filter(served);
   const creditsPerUsd = Number((targets.config?.billing as { credits_per_usd?: number } | undefined)?.credits_per_usd ?? 100);
   const registry = registryFromDir();
@@ -86,7 +92,9 @@ export async function runChecks(opts: TargetOptions = {}): Promise<CheckReport> 
     ok: errors === 0,
     errors,
     warnings: findings.length - errors,
-    vendors: loaded.length,
+    vendors: targets.files.length,
+    enabled: enabledFiles,
+    disabled: targets.files.length - enabledFiles,
     routes: loaded.reduce((n, v) => n + v.descriptor.routes.length, 0),
     files: targets.files.map((f) => relative(process.cwd(), f) || f),
     findings,
@@ -97,9 +105,10 @@ export async function runChecks(opts: TargetOptions = {}): Promise<CheckReport> 
  * Served under this config: listed in `vendors.enabled` when the descriptor is in the config's
  * vendors folder; a descriptor checked from elsewhere (a path on the command line) counts as enabled.
  */
-function isEnabled(v: LoadedVendor, config: GatewayConfig | undefined): boolean {
-  if (!config || resolve(dirname(v.file)) !== resolve(config.vendors.dir)) return true;
-  return config.vendors.enabled.includes(v.descriptor.vendor);
+function isEnabled(file: string, config: GatewayConfig | undefined): boolean {
+  if (!config || resolve(dirname(file)) !== resolve(config.vendors.dir)) return true;
+  // A descriptor's vendor is its file name (the loader refuses another).
+  return config.vendors.enabled.includes(basename(file).replace(/\.ya?ml$/, ''));
 }
 
 // ---------------------------------------------------------------------------------------------
