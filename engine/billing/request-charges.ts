@@ -13,6 +13,7 @@ import type { ProxyBilling } from '../proxy/ports.ts';
 import { RetryUntilDone } from '../util/retry-until-done.ts';
 import type { Milli } from '../util/money.ts';
 import type { BillingService } from './service.ts';
+import { throttled } from '../log/throttle.ts';
 
 export class RequestCharges implements ProxyBilling {
   private readonly billing: BillingService;
@@ -25,8 +26,8 @@ export class RequestCharges implements ProxyBilling {
     this.pending = new RetryUntilDone({
       maxDelayMs: 5000,
       onError: (err, key, dropped) => {
-        if (dropped) this.logger.error({ err, ref: key }, 'a request charge could not be written before the process stopped: its hold stays open (released by the sweep)');
-        else this.logger.warn({ err, steps: key }, 'request charges wait for the store');
+        if (dropped) throttled(this.logger).error({ err, ref: key }, 'a request charge could not be written before the process stopped: its hold stays open (released by the sweep)');
+        else throttled(this.logger).warn({ err, steps: key }, 'request charges wait for the store');
       },
     });
   }
@@ -50,7 +51,9 @@ export class RequestCharges implements ProxyBilling {
       await write();
     } catch (err) {
       chargeWriteFailures.inc({ step });
-      this.logger.error({ err, tenant_id: tenantId, ref, milli, note }, `request ${step} refused by the store; retried until it is written`);
+      // Once a second at most per kind, with a count (engine/log/throttle.ts): under a store
+      // fault every chat's write fails alike; gateway_charge_write_failures_total counts each.
+      throttled(this.logger).error({ err, tenant_id: tenantId, ref, milli, note }, `request ${step} refused by the store; retried until it is written`);
       this.pending.add(ref, async () => {
         try {
           await write();

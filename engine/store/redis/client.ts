@@ -37,9 +37,10 @@ const MAPPED = Symbol('dependency errors mapped');
  * CLUSTERDOWN / MASTERDOWN / TRYAGAIN (the cluster or a slot is away), MOVED / ASK reaching
  * here (a single-node client pointed at a cluster; a Cluster client follows them itself and fails
  * with a plain Error after too many). A script's error keeps the refused command's code first
- * ("OOM command not allowed ... script: ..."); EXECABORT is a transaction refused for one of these.
+ * ("OOM command not allowed ... script: ..."); EXECABORT is a transaction refused for one of these;
+ * UNBLOCKED, a blocking command cut short by a master turning replica.
  */
-export const STORE_REFUSES = /^(OOM|READONLY|LOADING|BUSY|MISCONF|NOREPLICAS|CLUSTERDOWN|MASTERDOWN|TRYAGAIN|MOVED|ASK|EXECABORT)\b/;
+export const STORE_REFUSES = /^(OOM|READONLY|LOADING|BUSY|MISCONF|NOREPLICAS|CLUSTERDOWN|MASTERDOWN|TRYAGAIN|MOVED|ASK|EXECABORT|UNBLOCKED)\b/;
 
 /** Whether `err` is the store refusing or failing to answer (mapped to 4003), not a defect. */
 export function isStoreAway(err: unknown): boolean {
