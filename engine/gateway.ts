@@ -202,7 +202,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   const idempotency = new IdempotencyService({
     store: stores.idempotency,
     clock,
-    onError: (err, dropped) => throttled(logger)[dropped ? 'error' : 'warn']({ err }, dropped ? 'an Idempotency-Key stays claimed until its lock runs out' : 'Idempotency-Key claims wait for the store to be released'),
+    onError: (err, dropped) => throttled(logger)[dropped ? 'error' : 'warn']({ err }, dropped ? 'an Idempotency-Key stays claimed until its lease runs out' : 'Idempotency-Key claims wait for the store to be released'),
   });
   // The result store: the result host is results.base_url, else server.public_base_url, else
   // the address this process listens on (known once it listens; a worker uses the configured one).

@@ -47,6 +47,8 @@ export interface HoldOutcome {
   amount: Milli;
   /** True when a hold for this ref already existed (it is returned, nothing new is held). */
   duplicate: boolean;
+  /** False when that hold is already settled or released (it holds nothing any more). */
+  open: boolean;
 }
 
 export interface CloseOutcome {
@@ -129,7 +131,7 @@ export class BillingService {
     }
     const hold = r.hold as HoldRecord;
     if (r.status !== 'duplicate') countCredits('held', hold.amount);
-    return { ref, amount: hold.amount, duplicate: r.status === 'duplicate' };
+    return { ref, amount: hold.amount, duplicate: r.status === 'duplicate', open: hold.state === 'open' };
   }
 
   /** Settle min(actualMilli, held) of the hold `ref` and release the rest. Exactly once per ref. */

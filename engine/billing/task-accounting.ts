@@ -6,7 +6,7 @@
 // The lifecycle calls complete/abandon only after winning the transition to a terminal state,
 // and the wallet settles or releases a hold once per task id even if called again.
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
-import type { TaskAccounting } from '../tasks/accounting.ts';
+import { HoldClosedError, type TaskAccounting } from '../tasks/accounting.ts';
 import type { TaskStore } from '../tasks/store.ts';
 import type { Clock } from '../util/clock.ts';
 import { isUuid } from '../util/ids.ts';
@@ -45,8 +45,9 @@ export class BilledTaskAccounting implements TaskAccounting {
     await this.limits.acquireTask(task.tenant_id, task.id);
     try {
       const quote = await route.pricing.quoteHold(task.request);
-      await this.billing.hold(task.tenant_id, task.id, quote.milli, `${route.key}: ${quote.quantity} ${route.pricing.unit} x ${quote.unitPriceUsd} USD`);
-      return quote.milli;
+      const hold = await this.billing.hold(task.tenant_id, task.id, quote.milli, `${route.key}: ${quote.quantity} ${route.pricing.unit} x ${quote.unitPriceUsd} USD`);
+      if (!hold.open) throw new HoldClosedError(task.id);
+      return hold.amount;
     } catch (err) {
       await this.limits.releaseTask(task.tenant_id, task.id);
       throw err;

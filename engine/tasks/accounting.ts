@@ -5,8 +5,22 @@
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
 import type { TaskRecord } from './task.ts';
 
+/**
+ * reserve() of a task id whose hold is already closed (settled or released): an earlier attempt
+ * of the same Idempotency-Key was undone; this id cannot be held again.
+ */
+export class HoldClosedError extends Error {
+  constructor(taskId: string) {
+    super(`the hold of task ${taskId} is already closed`);
+    this.name = 'HoldClosedError';
+  }
+}
+
 export interface TaskAccounting {
-  /** Throws a GatewayError (1003, 1005) when the task may not start; returns milli-credits held. */
+  /**
+   * Throws a GatewayError (1003, 1005) when the task may not start; returns milli-credits held.
+   * A task id held before returns that hold (HoldClosedError when it is closed).
+   */
   reserve(task: TaskRecord, route: AsyncRoutePlan): Promise<number>;
   /** The actual price of a task about to complete (`upstream`: the provider's final answer). */
   price(task: TaskRecord, route: AsyncRoutePlan, upstream?: unknown): Promise<number>;

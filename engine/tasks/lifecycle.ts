@@ -17,7 +17,7 @@ import { TaskCancellation } from './cancel.ts';
 import { TaskEnding } from './ending.ts';
 import { JOBS, type LifecycleDeps, type LifecycleState } from './lifecycle-deps.ts';
 import { TaskPolling, type CallbackOutcome } from './poll.ts';
-import { TaskSubmission } from './submit.ts';
+import { TaskSubmission, type CreateOptions } from './submit.ts';
 import { TaskSweep } from './sweep.ts';
 import type { TaskRecord } from './task.ts';
 
@@ -57,8 +57,13 @@ export class TaskLifecycle {
     return this.sweeper.schedule(n);
   }
 
-  create(route: AsyncRoutePlan, tenantId: string, request: Record<string, unknown>, traceparent?: string): Promise<TaskRecord> {
-    return this.submission.create(route, tenantId, request, traceparent);
+  create(route: AsyncRoutePlan, tenantId: string, request: Record<string, unknown>, traceparent?: string, opts?: CreateOptions): Promise<TaskRecord> {
+    return this.submission.create(route, tenantId, request, traceparent, opts);
+  }
+
+  /** A task created by an attempt whose process died, found by its Idempotency-Key's retry (TaskSubmission.adopt). */
+  adopt(task: TaskRecord): void {
+    this.submission.adopt(task);
   }
 
   /** Undo a create answered with an error after it may have written its task or hold (TaskSubmission.withdraw). */

@@ -9,9 +9,10 @@ import type { IdempotencyService } from '../idempotency/service.ts';
 import type { StoredResponse } from '../idempotency/store.ts';
 import type { AuthContext } from '../tenants/auth-context.ts';
 import { traced, tracing } from '../tracing/tracing.ts';
-import { isUuid } from '../util/ids.ts';
+import { isUuid, newUuid } from '../util/ids.ts';
+import { HoldClosedError } from './accounting.ts';
 import type { TaskLifecycle } from './lifecycle.ts';
-import type { TaskStore } from './store.ts';
+import { TaskExistsError, type TaskStore } from './store.ts';
 import { TERMINAL, taskInfo, taskResponse, type TaskRecord } from './task.ts';
 
 const STORE_GET = { [ATTR_DB_OPERATION_NAME]: 'tasks.get' };
@@ -25,7 +26,8 @@ export interface TaskRequestDeps {
 /**
  * A create after authentication and limits: a retried create with the same Idempotency-Key
  * replays the first answer (one task, one hold); otherwise validate, then hand the task to the
- * lifecycle. `onCreated` runs when this call created a task (it then owns the request's media).
+ * lifecycle under the key's task id. `onCreated` runs when this call created a task (it then
+ * owns the request's media).
  */
 export async function createTask(
   route: AsyncRoutePlan,
@@ -39,10 +41,22 @@ export async function createTask(
   let task: TaskRecord | undefined;
   const { response } = await deps.idempotency.run(
     { tenantId: auth.tenantId, key: idempotencyKey, method: 'POST', path: route.path, body },
-    async () => {
+    async (claim) => {
       const request = await (tracing ? traced('validation', () => route.validate(body)) : route.validate(body));
-      task = await deps.lifecycle.create(route, auth.tenantId, request, traceparent);
-      return { status: route.successStatus, headers: {}, body: { task_info: taskInfo(task) } };
+      // An earlier attempt died holding the key: the task it created, if any, is the answer.
+      const earlier = claim.recovered ? await deps.tasks.get(claim.taskId) : undefined;
+      if (earlier) return adopted(route, deps, earlier);
+      try {
+        task = await deps.lifecycle.create(route, auth.tenantId, request, traceparent, { id: claim.taskId, check: () => claim.check() });
+      } catch (err) {
+        // That attempt stored the task meanwhile: it is the answer (its hold is the one taken).
+        if (err instanceof TaskExistsError) return adopted(route, deps, (await deps.tasks.get(claim.taskId))!);
+        if (!(err instanceof HoldClosedError)) throw err;
+        // That attempt's create was undone (its hold released): this one runs under a new id.
+        await claim.relink(newUuid());
+        task = await deps.lifecycle.create(route, auth.tenantId, request, traceparent, { id: claim.taskId, check: () => claim.check() });
+      }
+      return created(route, task);
     },
     // The task was created but its answer could not be recorded (the store went away): the
     // client gets an error, so the task must not run.
@@ -50,6 +64,16 @@ export async function createTask(
   );
   if (task) onCreated?.();
   return response;
+}
+
+/** The answer for a task an earlier attempt of the key created (submitted now if it never was). */
+function adopted(route: AsyncRoutePlan, deps: TaskRequestDeps, task: TaskRecord): StoredResponse {
+  deps.lifecycle.adopt(task);
+  return created(route, task);
+}
+
+function created(route: AsyncRoutePlan, task: TaskRecord): StoredResponse {
+  return { status: route.successStatus, headers: {}, body: { task_info: taskInfo(task) } };
 }
 
 /**

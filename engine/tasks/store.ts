@@ -3,7 +3,16 @@
 import type { TaskStatus } from '../descriptors/types.ts';
 import type { TaskRecord } from './task.ts';
 
+/** create() of an id that is already stored (an earlier attempt of the same Idempotency-Key wrote it). */
+export class TaskExistsError extends Error {
+  constructor(id: string) {
+    super(`task ${id} exists`);
+    this.name = 'TaskExistsError';
+  }
+}
+
 export interface TaskStore {
+  /** Store a new task; TaskExistsError when its id is taken (nothing is changed then). */
   create(task: TaskRecord): Promise<void>;
   get(id: string): Promise<TaskRecord | undefined>;
   /**

@@ -23,11 +23,20 @@ import { eventData, eventId, type TaskEnding } from './ending.ts';
 import { JOBS, type LifecycleDeps, type LifecycleState } from './lifecycle-deps.ts';
 import { pollDelay } from './poll.ts';
 import { asGatewayError, countedError, mappedError, readOptional, routeOf } from './provider.ts';
+import { TaskExistsError } from './store.ts';
 import { ACTIVE, taskInfo, type TaskRecord } from './task.ts';
 import { throttled } from '../log/throttle.ts';
 import { checkTaskPaths, submitPathWithCallback, submitUrls } from './upstream-answers.ts';
 
 const STORE_CREATE = { [ATTR_DB_OPERATION_NAME]: 'tasks.create' };
+
+/** How a create is made under an Idempotency-Key claim (engine/idempotency/lease.ts). */
+export interface CreateOptions {
+  /** The task's id (the key's): default a new one. */
+  id?: string;
+  /** Throws when the claim may be lost; called before each write. */
+  check?: () => void;
+}
 
 export class TaskSubmission {
   private readonly d: LifecycleDeps;
@@ -52,8 +61,9 @@ export class TaskSubmission {
     });
   }
 
-  async create(route: AsyncRoutePlan, tenantId: string, request: Record<string, unknown>, traceparent?: string): Promise<TaskRecord> {
-    const task = this.newTask(route, tenantId, request, traceparent);
+  async create(route: AsyncRoutePlan, tenantId: string, request: Record<string, unknown>, traceparent?: string, opts: CreateOptions = {}): Promise<TaskRecord> {
+    const task = this.newTask(route, tenantId, request, traceparent, opts.id);
+    opts.check?.();
     try {
       task.hold = await this.d.accounting.reserve(task, route);
     } catch (err) {
@@ -61,12 +71,17 @@ export class TaskSubmission {
       if (isDependencyUnavailable(err)) this.withdraw(task);
       throw err;
     }
+    // A claim lost here leaves the hold to the attempt that took the key over (it creates this id).
+    opts.check?.();
     try {
       if (this.d.sharedMedia) await shareMedia(this.d.sharedMedia, tokensIn(request), route.maxExecutionMs + this.d.sweepGraceMs);
       await (tracing ? traced('store tasks.create', () => this.d.store.create(task), STORE_CREATE) : this.d.store.create(task));
       await this.d.bus.emit(tenantId, 'task.created', eventData(task, { task_info: taskInfo(task) }), { id: eventId(task.id, 'task.created'), traceparent: task.traceparent });
       tasksCreated.inc({ vendor: route.vendor, route: route.key });
     } catch (err) {
+      // Another attempt of the same Idempotency-Key stored this id first: the task is that one's
+      // (the caller adopts it), and so is its hold.
+      if (err instanceof TaskExistsError) throw err;
       // Refused, so nothing of it may stay: the task, if it was written before the failure (or
       // its reply lost), and the hold go, now or once the store answers again.
       this.withdraw(task);
@@ -75,17 +90,31 @@ export class TaskSubmission {
     // Submitted at once by the process that accepted the task (after the 202 is on its way), not
     // through a job: one job less per create. A submission lost with its process is re-driven by
     // the sweep once the task has shown no sign of life for the grace period.
-    setImmediate(() => {
-      this.submit(task.id).catch((err) => throttled(this.d.logger)[this.state.stopping || isDependencyUnavailable(err) ? 'warn' : 'error']({ err, task_id: task.id }, 'task submission failed; the sweep re-drives it'));
-    });
+    this.submitSoon(task.id);
     return task;
   }
 
-  private newTask(route: AsyncRoutePlan, tenantId: string, request: Record<string, unknown>, traceparent?: string): TaskRecord {
+  /**
+   * A task an Idempotency-Key retry found, created by an attempt whose process died: submitted
+   * now if it never was, rather than after the sweep's grace period. One that was sent is left
+   * to the sweep (its outcome is unknown: submitNow decides).
+   */
+  adopt(task: TaskRecord): void {
+    if (task.status === 'pending' && !task.upstream_task_id && task.submit_sent_at === undefined) this.submitSoon(task.id);
+  }
+
+  /** Submit after the current answer is on its way (not awaited); a failure is the sweep's to re-drive. */
+  private submitSoon(id: string): void {
+    setImmediate(() => {
+      this.submit(id).catch((err) => throttled(this.d.logger)[this.state.stopping || isDependencyUnavailable(err) ? 'warn' : 'error']({ err, task_id: id }, 'task submission failed; the sweep re-drives it'));
+    });
+  }
+
+  private newTask(route: AsyncRoutePlan, tenantId: string, request: Record<string, unknown>, traceparent?: string, id = newUuid()): TaskRecord {
     const now = this.d.clock.now();
     const at = isoAt(now);
     const task: TaskRecord = {
-      id: newUuid(),
+      id,
       tenant_id: tenantId,
       vendor: route.vendor,
       route: route.key,

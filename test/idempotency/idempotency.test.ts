@@ -193,24 +193,46 @@ describe('idempotency', () => {
     expect((await svc.run(req('k2'), creator().handler)).replayed).to.equal(false);
   });
 
-  it('takes over a claim whose owner never answered once the lock expires', async () => {
-    svc = new IdempotencyService({ store, clock, lockMs: 60_000, pollMs: 1, waitMs: 0 });
-    void svc.run(req('k1'), () => new Promise<StoredResponse>(() => {})); // the owner hangs forever
+  it('takes over a claim whose owner never answered once its lease runs out, with the claim\'s task id (recovered)', async () => {
+    svc = new IdempotencyService({ store, clock, leaseMs: 10_000, pollMs: 1, waitMs: 0 });
+    const first: string[] = [];
+    // The owner hangs forever (and its renewals stop with it: a dead process).
+    void svc.run(req('k1'), (claim) => {
+      first.push(claim.taskId);
+      return new Promise<StoredResponse>(() => {});
+    });
     await new Promise((r) => setImmediate(r));
     expect((await failure(svc.run(req('k1'), creator().handler))).status).to.equal(409);
-    clock.advance(60_000);
-    const c = creator();
-    expect((await svc.run(req('k1'), c.handler)).replayed).to.equal(false);
-    expect(c.runs()).to.equal(1);
+    store.renew = async () => false; // the dead owner renews nothing
+    clock.advance(10_000);
+    const seen: { taskId: string; recovered: boolean }[] = [];
+    const r = await svc.run(req('k1'), async (claim) => {
+      seen.push({ taskId: claim.taskId, recovered: claim.recovered });
+      return { status: 202, headers: {}, body: { task_info: { id: claim.taskId } } };
+    });
+    expect(r.replayed).to.equal(false);
+    expect(seen).to.deep.equal([{ taskId: first[0], recovered: true }]);
+  });
+
+  it('an owner stops before an effect once its lease may have run out', async () => {
+    svc = new IdempotencyService({ store, clock, leaseMs: 10_000, pollMs: 1, waitMs: 0 });
+    const err = await failure(svc.run(req('k1'), async (claim) => {
+      claim.check(); // fine at first
+      clock.advance(8_000); // within the last fifth of the lease, no renewal received
+      claim.check();
+      return { status: 202, headers: {}, body: {} };
+    }));
+    expect([err.status, err.headers['Retry-After']]).to.deep.equal([409, '1']);
   });
 
   it('a late owner cannot overwrite the answer of the claim that took over', async () => {
-    expect(await store.begin(T, 'k', 'fp', 'tok-1', 0, 10)).to.deep.equal({ kind: 'proceed' });
-    expect(await store.begin(T, 'k', 'fp', 'tok-2', 10, 10)).to.deep.equal({ kind: 'proceed' }); // lock ran out
+    const c = (token: string, now: number) => ({ fingerprint: 'fp', token, taskId: `t-${token}`, now, leaseMs: 10, ttlMs: HOUR });
+    expect(await store.begin(T, 'k', c('tok-1', 0))).to.deep.equal({ kind: 'proceed', taskId: 't-tok-1', recovered: false });
+    expect(await store.begin(T, 'k', c('tok-2', 10))).to.deep.equal({ kind: 'proceed', taskId: 't-tok-1', recovered: true }); // lease ran out
     expect(await store.complete(T, 'k', 'tok-1', { status: 202, headers: {}, body: 'late' }, 1_000)).to.equal(false);
     expect(await store.abandon(T, 'k', 'tok-1')).to.equal(false);
     expect(await store.complete(T, 'k', 'tok-2', { status: 202, headers: {}, body: 'mine' }, 1_000)).to.equal(true);
-    expect(await store.begin(T, 'k', 'fp', 'tok-3', 11, 10)).to.deep.equal({ kind: 'replay', response: { status: 202, headers: {}, body: 'mine' } });
+    expect(await store.begin(T, 'k', c('tok-3', 11))).to.deep.equal({ kind: 'replay', response: { status: 202, headers: {}, body: 'mine' } });
   });
 
   it('bills a create once however often it is sent', async () => {

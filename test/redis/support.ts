@@ -29,6 +29,8 @@ export interface ConfigOptions {
   chatKey?: string;
   /** The descriptors' folder (default the repository's vendors/). */
   vendorsDir?: string;
+  /** More `timing:` settings, as YAML flow-mapping entries (e.g. `sweep_grace_ms: 3000000`). */
+  timing?: string;
   /** server.shutdown_grace_ms (default 2000). */
   graceMs?: number;
   /** The `results:` mapping (default: off, the providers' URLs pass through). */
@@ -45,7 +47,7 @@ server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: ${o.graceMs ?? 2000} }
 store: { kind: redis, redis_url: "${o.redisUrl}",${o.clusterNodes ? ` redis_cluster_nodes: ${JSON.stringify(o.clusterNodes)},` : ''} key_prefix: "${o.prefix}", job_lock_ms: 30000 }
 sandbox: { enabled: false }
 admin: { token: ${ADMIN} }
-timing: { scale: ${o.scale ?? 0.01}, poll_error_limit: 5 }
+timing: { scale: ${o.scale ?? 0.01}, poll_error_limit: 5${o.timing ? `, ${o.timing}` : ''} }
 log: { level: info }
 vendors: { dir: ${JSON.stringify(o.vendorsDir ?? join(ROOT, 'vendors'))}, enabled: ${JSON.stringify(enabled)} }
 upstreams:

@@ -3,7 +3,7 @@
 // itself instead of a deep copy (copies were ~8% of a create's CPU), and cannot change it.
 // Finished tasks (terminal and finalized) are forgotten `finishedTtlMs` after they finished,
 // like the Redis adapter's TTL: a queue in finishing order, trimmed as tasks are created.
-import type { TaskStore, TenantTaskBatch, TenantTaskStep } from '../../tasks/store.ts';
+import { TaskExistsError, type TaskStore, type TenantTaskBatch, type TenantTaskStep } from '../../tasks/store.ts';
 import { TERMINAL, type TaskRecord, type TaskStatus } from '../../tasks/task.ts';
 import { systemClock, type Clock } from '../../util/clock.ts';
 import { ExpiryQueue } from './expiry-queue.ts';
@@ -29,7 +29,7 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   async create(task: TaskRecord): Promise<void> {
-    if (this.tasks.has(task.id)) throw new Error(`task ${task.id} exists`);
+    if (this.tasks.has(task.id)) throw new TaskExistsError(task.id);
     this.finished.expire((id) => this.forget(id));
     this.tasks.set(task.id, snapshot(task));
     this.unsettled.add(task.id);

@@ -1,34 +1,38 @@
 // Redis adapter of the idempotency store: one hash per (tenant, Idempotency-Key),
-// `<p>{t:<tenant>}:idem:<key>`, changed by one script per method. Liveness is decided on the
-// caller's clock (`now`, `expiresAt`), exactly like the memory adapter; Redis TTLs only collect
-// the garbage: a claim lives lockMs + CLAIM_GRACE_MS (so a slow owner can still complete it, as
-// in memory, while a newcomer may take it over after lockMs), an answer until its expiry.
-// Fields: fp (fingerprint), tok (claim token), st ('p' in progress / 'd' done), lu (locked
-// until), ea (expires at), n (the claim's now: TTLs are computed relative to it), res (JSON).
-import type { BeginResult, IdempotencyStore, StoredResponse } from '../../idempotency/store.ts';
+// `<p>{t:<tenant>}:idem:<key>` (the tenant's slot), changed by one script per method. Liveness
+// (lease, expiry) is decided on the caller's clock (`now`, `expiresAt`), exactly like the memory
+// adapter; Redis TTLs only collect the garbage: a record in progress lives ttlMs (its owner may
+// have created a task, so the key stays bound to its request), an answer until its expiry.
+// Fields: fp (fingerprint), tok (owner's token), st ('p' in progress / 'd' done), lu (lease
+// until), ea (expires at), n (the claim's now: TTLs are computed relative to it), task (the id
+// the key's create takes), res (JSON).
+import type { BeginResult, ClaimRequest, IdempotencyStore, StoredResponse } from '../../idempotency/store.ts';
 import { Keys, type RedisStoreOptions } from './keys.ts';
 import { lua } from './script.ts';
 
-const CLAIM_GRACE_MS = 60_000;
-
-// KEYS: record. ARGV: fingerprint, token, now, lockMs, grace ms.
+// KEYS: record. ARGV: fingerprint, token, task id, now, leaseMs, ttlMs.
 const BEGIN = lua(`
-local r = redis.call('HMGET', KEYS[1], 'fp', 'st', 'lu', 'ea', 'res')
-local now = tonumber(ARGV[3])
-local live = false
-if r[1] then
-  if r[2] == 'd' then live = tonumber(r[4]) > now else live = tonumber(r[3]) > now end
-end
-if not live then
-  local until_ = now + tonumber(ARGV[4])
+local r = redis.call('HMGET', KEYS[1], 'fp', 'st', 'lu', 'ea', 'res', 'task')
+local now = tonumber(ARGV[4])
+if not r[1] or tonumber(r[4]) <= now then
   redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[1], 'fp', ARGV[1], 'tok', ARGV[2], 'st', 'p', 'lu', num(until_), 'ea', num(until_), 'n', ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(ARGV[4]) + tonumber(ARGV[5])))
-  return { 'proceed' }
+  redis.call('HSET', KEYS[1], 'fp', ARGV[1], 'tok', ARGV[2], 'st', 'p', 'lu', num(now + tonumber(ARGV[5])), 'ea', num(now + tonumber(ARGV[6])), 'n', ARGV[4], 'task', ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(ARGV[6])))
+  return { 'proceed', ARGV[3], '0' }
 end
 if r[1] ~= ARGV[1] then return { 'conflict' } end
 if r[2] == 'd' then return { 'replay', r[5] } end
-return { 'in_progress' }
+if tonumber(r[3]) > now then return { 'in_progress' } end
+redis.call('HSET', KEYS[1], 'tok', ARGV[2], 'lu', num(now + tonumber(ARGV[5])))
+return { 'proceed', r[6], '1' }
+`);
+
+// KEYS: record. ARGV: token, field, value. Sets the field of the claim `token` still in progress.
+const SET_OWNED = lua(`
+local r = redis.call('HMGET', KEYS[1], 'tok', 'st')
+if r[1] ~= ARGV[1] or r[2] ~= 'p' then return 0 end
+redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+return 1
 `);
 
 // KEYS: record. ARGV: token, response JSON, expiresAt.
@@ -57,13 +61,20 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     this.keys = new Keys(opts.prefix);
   }
 
-  async begin(tenantId: string, key: string, fingerprint: string, token: string, now: number, lockMs: number): Promise<BeginResult> {
-    const [kind, response] = (await BEGIN.run(this.client, [this.k(tenantId, key)], [fingerprint, token, String(now), String(lockMs), String(CLAIM_GRACE_MS)])) as [
-      BeginResult['kind'],
-      string | undefined,
-    ];
-    if (kind === 'replay') return { kind, response: JSON.parse(response!) as StoredResponse };
+  async begin(tenantId: string, key: string, c: ClaimRequest): Promise<BeginResult> {
+    const args = [c.fingerprint, c.token, c.taskId, String(c.now), String(c.leaseMs), String(c.ttlMs)];
+    const [kind, a, b] = (await BEGIN.run(this.client, [this.k(tenantId, key)], args)) as [BeginResult['kind'], string | undefined, string | undefined];
+    if (kind === 'replay') return { kind, response: JSON.parse(a!) as StoredResponse };
+    if (kind === 'proceed') return { kind, taskId: a!, recovered: b === '1' };
     return { kind } as BeginResult;
+  }
+
+  async renew(tenantId: string, key: string, token: string, now: number, leaseMs: number): Promise<boolean> {
+    return (await SET_OWNED.run(this.client, [this.k(tenantId, key)], [token, 'lu', String(now + leaseMs)])) === 1;
+  }
+
+  async relink(tenantId: string, key: string, token: string, taskId: string): Promise<boolean> {
+    return (await SET_OWNED.run(this.client, [this.k(tenantId, key)], [token, 'task', taskId])) === 1;
   }
 
   async complete(tenantId: string, key: string, token: string, response: StoredResponse, expiresAt: number): Promise<boolean> {

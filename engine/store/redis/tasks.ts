@@ -22,7 +22,7 @@
 //   discard: the id is ZREMed with the unsettled entry;
 //   expiry:  the task key's TTL removes the task only; listByTenant drops entries whose task is
 //            gone once older than ORPHAN_GRACE_MS (the trim at create catches the rest).
-import type { TaskStore, TenantTaskBatch, TenantTaskStep } from '../../tasks/store.ts';
+import { TaskExistsError, type TaskStore, type TenantTaskBatch, type TenantTaskStep } from '../../tasks/store.ts';
 import { TERMINAL, type TaskRecord, type TaskStatus } from '../../tasks/task.ts';
 import { decodeRecord, encodePatch, encodeRecord, jsonValue } from './codec.ts';
 import { Keys, type RedisStoreOptions } from './keys.ts';
@@ -136,7 +136,7 @@ export class RedisTaskStore implements TaskStore {
     if (ok === 'OK') return;
     if (indexed === 1) await this.client.zrem(index, task.id);
     if (tenantIndexed === 1) await this.client.zrem(tenantIndex, task.id);
-    throw new Error(`task ${task.id} exists`);
+    throw new TaskExistsError(task.id);
   }
 
   async get(id: string): Promise<TaskRecord | undefined> {
