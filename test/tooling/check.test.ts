@@ -282,6 +282,23 @@ describe('gateway check', () => {
     expect(f[0]!.message).to.match(/must be integer/);
   });
 
+  it('config: an admin token under 24 characters or a documented example value is a warning', async () => {
+    const dir = vendorsDir();
+    const config = join(dir, 'config.yaml');
+    const sandbox = `sandbox: { enabled: true, demo_api_key: gw_test_check_000000000000 }\nvendors: { dir: ${JSON.stringify(dir)}, enabled: [acme] }\n`;
+    const warningsFor = async (token: string, env: Record<string, string> = {}) => {
+      writeFileSync(config, `${sandbox}admin: { token: ${JSON.stringify(token)} }\n`);
+      const report = await runChecks({ config, paths: [dir], env });
+      return report.findings.filter((x) => x.check === 'config').map((x) => [x.severity, x.pointer, x.message.split(':')[0]]);
+    };
+    expect(await warningsFor('change-me')).to.deep.equal([['warning', '/admin/token', 'the admin token is an example value from the documentation ("change-me")']]);
+    expect(await warningsFor('short-token-123')).to.deep.equal([['warning', '/admin/token', 'the admin token is 15 characters long, under 24']]);
+    expect(await warningsFor('Vq3xP0m9Lr7TzK2wYb8NcD5a')).to.deep.equal([]);
+    expect(await warningsFor('')).to.deep.equal([]); // no token: the admin API is closed
+    // GATEWAY_ADMIN_TOKEN replaces the file's value, and is what is judged.
+    expect(await warningsFor('Vq3xP0m9Lr7TzK2wYb8NcD5a', { GATEWAY_ADMIN_TOKEN: 'changeme' })).to.have.length(1);
+  });
+
   it('a fixture path stands for its descriptor', async () => {
     const dir = vendorsDir();
     const report = await runChecks({ paths: [join(dir, 'acme/fixtures/generation/created.json')] });
