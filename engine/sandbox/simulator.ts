@@ -55,6 +55,8 @@ interface SimTask {
   prompt: string;
   /** [sandbox:no-cancel]: plays a provider that cannot stop a task once it has started it. */
   noCancel: boolean;
+  /** The base URL of the pool member that took the task ({{base_url}} in its fixtures). */
+  baseUrl: string;
   /** The callback URL the submit body carried (routes with upstream.callback). */
   callbackUrl?: string;
 }
@@ -199,14 +201,13 @@ export class SandboxSimulator {
     const outcome: Outcome = text.includes('[sandbox:fail]') ? 'failed' : text.includes('[sandbox:hang]') ? 'hang' : text.includes('[sandbox:garbage]') ? 'garbage' : 'succeeded';
     const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
     const callbackUrl = route.callbackField ? valueAt(body, route.callbackField) : route.callbackQuery ? (query.get(route.callbackQuery) ?? undefined) : undefined;
-    const task: SimTask = { fixtures: route.fixtures, createdAt: this.opts.clock.now(), outcome, slow: text.includes('[sandbox:slow]') ? 10 : 1, prompt, noCancel: text.includes('[sandbox:no-cancel]'), callbackUrl: typeof callbackUrl === 'string' ? callbackUrl : undefined };
+    const task: SimTask = { fixtures: route.fixtures, createdAt: this.opts.clock.now(), outcome, slow: text.includes('[sandbox:slow]') ? 10 : 1, prompt, noCancel: text.includes('[sandbox:no-cancel]'), baseUrl: this.urlFor(route.vendor, memberIndex), callbackUrl: typeof callbackUrl === 'string' ? callbackUrl : undefined };
     this.tasks.set(id, task);
     if (task.callbackUrl) this.schedulePush(id, task);
     const created = route.fixtures.get('created');
     if (!created) return send(res, 500, { error: `sandbox: ${route.vendor} has no "created" fixture` });
-    const baseUrl = this.urlFor(route.vendor, memberIndex);
-    const answer = fixtureAnswer(this.fill(created, id, prompt, { base_url: baseUrl }));
-    await this.routeCalls(route, id, answer.body, baseUrl);
+    const answer = fixtureAnswer(this.fill(created, id, prompt, { base_url: task.baseUrl }));
+    await this.routeCalls(route, id, answer.body, task.baseUrl);
     send(res, answer.status, answer.body);
   }
 
@@ -242,7 +243,7 @@ export class SandboxSimulator {
     }
     const name = this.stateOf(t);
     const fixture = t.fixtures.get(name) ?? t.fixtures.get('running') ?? t.fixtures.get('created');
-    const answer = fixtureAnswer(this.fill(fixture, id, t.prompt));
+    const answer = fixtureAnswer(this.fill(fixture, id, t.prompt, { base_url: t.baseUrl }));
     send(res, answer.status, answer.body);
   }
 
@@ -252,7 +253,7 @@ export class SandboxSimulator {
     const ready = this.stateOf(t) === 'succeeded';
     const fixture = ready ? t.fixtures.get('result') : t.fixtures.get('not_ready');
     if (fixture === undefined) return send(res, ready ? 500 : 400, { error: ready ? 'sandbox: this route has no "result" fixture' : 'sandbox: the result is not ready' });
-    const answer = fixtureAnswer(this.fill(fixture, id, t.prompt));
+    const answer = fixtureAnswer(this.fill(fixture, id, t.prompt, { base_url: t.baseUrl }));
     send(res, answer.status, answer.body);
   }
 
@@ -275,7 +276,7 @@ export class SandboxSimulator {
       const name = this.stateOf(t);
       const fixture = t.fixtures.get(name);
       if (!fixture || !['succeeded', 'failed', 'cancelled'].includes(name) || !t.callbackUrl) return;
-      fetch(t.callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fixtureAnswer(this.fill(fixture, id, t.prompt)).body) }).then((r) => r.body?.cancel()).catch(() => undefined);
+      fetch(t.callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fixtureAnswer(this.fill(fixture, id, t.prompt, { base_url: t.baseUrl })).body) }).then((r) => r.body?.cancel()).catch(() => undefined);
     }, (this.opts.queuedMs + this.opts.runningMs) * t.slow + 1);
     timer.unref();
     this.pushes.add(timer);

@@ -148,14 +148,17 @@ export class TaskPolling {
     if (status !== 'completed') return status;
     if (!route.resultFetch) return completed(await this.complete(task, route, body, httpStatus));
     // The output sits at a second URL (fal's response_url): its answer is the final one.
-    const call = { method: route.resultFetch.method, path: taskPath(route.resultFetch.path, task) };
+    const call = { method: route.resultFetch.method, path: '' };
     let res: UpstreamResponse;
     try {
+      // (A push may come before the submit answer is recorded: no path yet, the polls fetch it.)
+      call.path = taskPath(route.resultFetch.path, task);
       const member = memberOf(route, task);
       if (!member) throw new GatewayError(3001, `The pool member ${JSON.stringify(task.upstream_member)} that accepted the task is no longer configured for ${route.vendor}.`);
       res = await route.pool.callMember(member, { ...call, traceparent: task.traceparent, stage: 'result' });
     } catch (err) {
       if (this.state.stopping) throw err;
+      if (err instanceof UnsafePathError) return { retry: new GatewayError(3003, `The task's result path cannot be built: ${err.message}.`), call };
       return { retry: asGatewayError(this.d.logger, route, err), call };
     }
     if (res.status < 200 || res.status > 299) {
