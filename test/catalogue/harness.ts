@@ -196,3 +196,20 @@ export async function completeByPush(rig: CatalogueRig, fake: ProviderFake, path
   expect(await fake.push(task, answer(task)), 'a replay').to.be.below(300);
   return { id, task, final };
 }
+
+/**
+ * In a describe block: a fake of the provider started before its tests, and the vendor served
+ * alone in front of it (catalogueRig); both closed after. Read `fake` and `rig` inside the tests.
+ */
+export function withProvider<F extends ProviderFake>(vendor: string, makeFake: () => F, credentials: Record<string, string>, opts: { publicBaseUrl?: string } = {}): { fake: F; rig: CatalogueRig } {
+  const ctx = {} as { fake: F; rig: CatalogueRig };
+  before(async () => {
+    ctx.fake = await makeFake().start();
+    ctx.rig = await catalogueRig(vendor, ctx.fake, credentials, opts);
+  });
+  after(async () => {
+    await ctx.rig?.close();
+    await ctx.fake?.close();
+  });
+  return ctx;
+}

@@ -2,69 +2,51 @@
 // completed (polled, and pushed to callback_url), failed by moderation, a client cancel (Luma has
 // none: nothing is sent), and the ledger after each.
 import { expect } from 'chai';
-import { cancelRunning, catalogueRig, completeByPush, expectReleased, expectSettled, runToEnd, STORE, type CatalogueRig } from './harness.ts';
+import { STORE, cancelRunning, completeByPush, expectReleased, expectSettled, runToEnd, withProvider } from './harness.ts';
 import { LUMA_KEY, LumaFake } from './fakes/luma.ts';
 
 const VIDEO = '/vendors/luma/v1/generations/video';
 
 describe(`catalogue: luma (${STORE} store)`, function () {
   this.timeout(30_000);
-  let fake: LumaFake;
-  let rig: CatalogueRig;
-  before(async () => {
-    fake = await new LumaFake().start();
-    rig = await catalogueRig('luma', fake, { api_key: LUMA_KEY });
-  });
-  after(async () => {
-    await rig?.close();
-    await fake?.close();
-  });
+  const p = withProvider('luma', () => new LumaFake(), { api_key: LUMA_KEY });
 
   it('ray-2: queued, dreaming, completed; assets.video comes back; billed per second', async () => {
-    const { id, final } = await runToEnd(rig, VIDEO, { prompt: 'A serene lake surrounded by mountains at sunset', start_image: 'https://example.com/lake.jpg' });
+    const { id, final } = await runToEnd(p.rig, VIDEO, { prompt: 'A serene lake surrounded by mountains at sunset', start_image: 'https://example.com/lake.jpg' });
     expect(final.body.task_info.status).to.equal('completed');
-    const t = [...fake.tasks.values()].at(-1)!;
+    const t = [...p.fake.tasks.values()].at(-1)!;
     expect(final.body.videos).to.deep.equal([`https://storage.cdn-luma.com/dream_machine/${t.id}/video.mp4`]);
-    expect(fake.seen('POST', '/dream-machine/v1/generations/video').at(-1)!.body).to.deep.equal({
+    expect(p.fake.seen('POST', '/dream-machine/v1/generations/video').at(-1)!.body).to.deep.equal({
       prompt: 'A serene lake surrounded by mountains at sunset', model: 'ray-2', aspect_ratio: '16:9', resolution: '720p', duration: '5s', loop: false,
       keyframes: { frame0: { type: 'image', url: 'https://example.com/lake.jpg' } },
     });
-    expect(fake.seen('GET', `/dream-machine/v1/generations/${t.id}`).length).to.be.at.least(3);
-    await expectSettled(rig, id, 40_000); // 5 s x 0.08 USD
+    expect(p.fake.seen('GET', `/dream-machine/v1/generations/${t.id}`).length).to.be.at.least(3);
+    await expectSettled(p.rig, id, 40_000); // 5 s x 0.08 USD
   });
 
   it('a generation failed by moderation: 3005 saying so, the hold released', async () => {
-    const { id, final } = await runToEnd(rig, VIDEO, { prompt: 'FAIL something forbidden', model: 'ray-flash-2', duration: '9s' });
+    const { id, final } = await runToEnd(p.rig, VIDEO, { prompt: 'FAIL something forbidden', model: 'ray-flash-2', duration: '9s' });
     expect(final.body.task_info.error.code).to.equal(3005);
     expect(final.body.task_info.error.detail).to.match(/moderation refused/);
-    await expectReleased(rig, id);
+    await expectReleased(p.rig, id);
   });
 
   it('a client cancel: Luma has no cancel, so nothing is sent; the task is cancelled here (4009) and released', async () => {
-    const { id, answer } = await cancelRunning(rig, VIDEO, { prompt: 'HOLD a long one' }, fake);
+    const { id, answer } = await cancelRunning(p.rig, VIDEO, { prompt: 'HOLD a long one' }, p.fake);
     expect(answer.body.task_info.error.code).to.equal(4009);
     await new Promise((r) => setTimeout(r, 50));
-    expect(fake.requests.filter((r) => r.method !== 'GET' && r.path !== '/dream-machine/v1/generations/video')).to.deep.equal([]);
-    await expectReleased(rig, id);
+    expect(p.fake.requests.filter((r) => r.method !== 'GET' && r.path !== '/dream-machine/v1/generations/video')).to.deep.equal([]);
+    await expectReleased(p.rig, id);
   });
 });
 
 describe(`catalogue: luma callback_url as push callback (${STORE} store)`, function () {
   this.timeout(30_000);
-  let fake: LumaFake;
-  let rig: CatalogueRig;
-  before(async () => {
-    fake = await new LumaFake().start();
-    rig = await catalogueRig('luma', fake, { api_key: LUMA_KEY }, { publicBaseUrl: 'https://gw.example.com' });
-  });
-  after(async () => {
-    await rig?.close();
-    await fake?.close();
-  });
+  const p = withProvider('luma', () => new LumaFake(), { api_key: LUMA_KEY }, { publicBaseUrl: 'https://gw.example.com' });
 
   it('sends callback_url; the completed Generation pushed there ends the task, settled once', async () => {
-    const { id, task, final } = await completeByPush(rig, fake, VIDEO, { prompt: 'HOLD until pushed' }, (t) => fake.generation(t));
+    const { id, task, final } = await completeByPush(p.rig, p.fake, VIDEO, { prompt: 'HOLD until pushed' }, (t) => p.fake.generation(t));
     expect(final.body.videos).to.deep.equal([`https://storage.cdn-luma.com/dream_machine/${task.id}/video.mp4`]);
-    await expectSettled(rig, id, 40_000);
+    await expectSettled(p.rig, id, 40_000);
   });
 });

@@ -8,7 +8,7 @@ import { parse } from 'yaml';
 import type { Gateway } from '../../engine/gateway.ts';
 import { call, DEMO_KEY, ROOT, startTestGateway, waitForTask } from '../helpers/gateway.ts';
 
-const CATALOGUE = ['replicate', 'runway', 'luma', 'openai', 'openrouter'];
+const CATALOGUE = ['replicate', 'fal', 'runway', 'luma', 'veo', 'openai', 'openrouter'];
 
 describe('catalogue: each entry plays in the sandbox', function () {
   this.timeout(60_000);
