@@ -7,10 +7,11 @@
 //                release(tenant, taskId)                on failure / timeout (nothing billed)
 //   settle and release are exactly-once per ref: whichever comes first closes the hold; any later
 //   settle/release of that ref is a no-op returning the first outcome (duplicate: true).
-// Sync usage:    ensureCanSpend(tenant) before the call (available > 0, else 1003), then
-//                charge(tenant, requestId, cost) after it: hold + settle in one step, allowed to take
-//                the available balance below zero (the usage has already been served; the next
-//                request is refused by ensureCanSpend until a top-up).
+// Requests (chat):  holdUpTo(tenant, ref, largest possible charge) before the upstream call: up to
+//                what is available (1003 (402) when nothing is), then settleUsage(tenant, ref,
+//                cost) after it: the hold settled, its rest released, usage beyond it charged
+//                as `<ref>+` (may take the balance below zero; the next request is refused
+//                until a top-up). charge() is that last step: hold + settle in one, once per ref.
 import { GatewayError } from '../errors/gateway-error.ts';
 import { credits, fundsRefusals } from '../metrics/metrics.ts';
 import { isoNow, systemClock, type Clock } from '../util/clock.ts';
@@ -206,15 +207,6 @@ export class BillingService {
   async releaseHold(tenantId: string, ref: string, note = ''): Promise<void> {
     const r = await this.store.release(tenantId, ref, note, this.now());
     if (r.status === 'closed' && r.hold) countCredits('released', r.hold.released);
-  }
-
-  /** For synchronous (post-paid) calls: refuse with 1003 unless the available balance is > 0. */
-  async ensureCanSpend(tenantId: string): Promise<void> {
-    const w = await this.store.get(tenantId);
-    if (w.balance - w.held <= 0) {
-      fundsRefusals.inc();
-      throw new GatewayError(1003, 'Insufficient balance: the wallet has no available credits.');
-    }
   }
 
   async getWallet(tenantId: string): Promise<WalletView> {

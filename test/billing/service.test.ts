@@ -43,7 +43,7 @@ describe('billing/service', () => {
   it('holds: available drops, balance stays, one hold entry', async () => {
     await r.billing.topUp(T, credits(100), 'pay_1');
     const h = await r.billing.hold(T, 'task_1', credits(34));
-    expect(h).to.deep.equal({ ref: 'task_1', amount: credits(34), duplicate: false });
+    expect(h).to.deep.equal({ ref: 'task_1', amount: credits(34), duplicate: false, open: true });
     expect(await r.billing.getWallet(T)).to.include({ balance: credits(100), held: credits(34), available: credits(66) });
     const page = await r.billing.listLedger(T);
     expect(page.entries.map((e) => [e.kind, e.amount, e.ref])).to.deep.equal([
@@ -77,7 +77,7 @@ describe('billing/service', () => {
   it('a duplicate hold for the same ref holds nothing more', async () => {
     await r.billing.topUp(T, credits(100), 'pay_1');
     await r.billing.hold(T, 'task_1', credits(40));
-    expect(await r.billing.hold(T, 'task_1', credits(40))).to.deep.equal({ ref: 'task_1', amount: credits(40), duplicate: true });
+    expect(await r.billing.hold(T, 'task_1', credits(40))).to.deep.equal({ ref: 'task_1', amount: credits(40), duplicate: true, open: true });
     expect((await r.billing.getWallet(T)).held).to.equal(credits(40));
   });
 
@@ -141,22 +141,21 @@ describe('billing/service', () => {
     expect((await r.billing.getWallet(T)).balance).to.equal(credits(5));
   });
 
-  it('charges synchronous usage in one step, once per ref, and may overdraw', async () => {
+  it('charges usage in one step, once per ref, and may overdraw; a request hold is refused while nothing is available', async () => {
     await r.billing.topUp(T, credits(1), 'pay_1');
-    await r.billing.ensureCanSpend(T);
     const o = await r.billing.charge(T, 'req_1', credits(3), 'chat 1200 tokens');
     expect(o).to.deep.equal({ ref: 'req_1', status: 'settled', held: credits(3), settled: credits(3), released: 0, duplicate: false });
     expect((await r.billing.charge(T, 'req_1', credits(3))).duplicate).to.equal(true);
     expect(await r.billing.getWallet(T)).to.include({ balance: credits(-2), available: credits(-2) });
     expect((await r.billing.listLedger(T)).entries.slice(0, 2).map((e) => e.kind)).to.deep.equal(['settle', 'hold']);
-    // overdrawn: the next synchronous call is refused up front, and no async hold passes
-    const err = await rejection(r.billing.ensureCanSpend(T));
+    // overdrawn: the next request's hold is refused up front, and no async hold passes
+    const err = await rejection(r.billing.holdUpTo(T, 'req_2', credits(1000)));
     expect([err.code, err.status]).to.deep.equal([1003, 402]);
     expect((await rejection(r.billing.hold(T, 'task_1', 1))).code).to.equal(1003);
     await r.billing.topUp(T, credits(2), 'pay_2');
-    expect((await rejection(r.billing.ensureCanSpend(T))).code).to.equal(1003); // exactly 0 available
+    expect((await rejection(r.billing.holdUpTo(T, 'req_2', credits(1000)))).code).to.equal(1003); // exactly 0 available
     await r.billing.topUp(T, 1, 'pay_3');
-    await r.billing.ensureCanSpend(T);
+    expect(await r.billing.holdUpTo(T, 'req_2', credits(1000))).to.equal(1); // what is available
   });
 
   it('adjusts in both directions, once per ref', async () => {

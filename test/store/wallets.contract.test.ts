@@ -79,14 +79,14 @@ forEachBackend('WalletStore contract', (env) => {
       expect((await rejection(r.billing.hold(T, 'task_0', 1))).code).to.equal(1003);
       expect(await r.billing.hold(T, 'task_free', 0)).to.include({ amount: 0, duplicate: false });
       await r.billing.topUp(T, credits(100), 'pay_1');
-      expect(await r.billing.hold(T, 'task_1', credits(70))).to.deep.equal({ ref: 'task_1', amount: credits(70), duplicate: false });
+      expect(await r.billing.hold(T, 'task_1', credits(70))).to.deep.equal({ ref: 'task_1', amount: credits(70), duplicate: false, open: true });
       const err = await rejection(r.billing.hold(T, 'task_2', credits(30) + 1));
       expect([err.code, err.status]).to.deep.equal([1003, 402]);
       expect(err.detail).to.equal('Insufficient balance: this request needs 30.01 credits and 30.00 are available.');
       const snap = await r.store.snapshot(T);
       expect(snap.entries.filter((e) => e.ref === 'task_2')).to.deep.equal([]);
       expect(snap.holds.map((h) => h.ref)).to.deep.equal(['task_free', 'task_1']);
-      expect(await r2.billing.hold(T, 'task_1', credits(70))).to.deep.equal({ ref: 'task_1', amount: credits(70), duplicate: true });
+      expect(await r2.billing.hold(T, 'task_1', credits(70))).to.deep.equal({ ref: 'task_1', amount: credits(70), duplicate: true, open: true });
       await r.billing.hold(T, 'task_3', credits(30));
       expect(await r.billing.getWallet(T)).to.include({ balance: credits(100), held: credits(100), available: 0 });
     });
@@ -129,20 +129,19 @@ forEachBackend('WalletStore contract', (env) => {
       expect((await r.billing.release(T, 'nope')).status).to.equal('unknown');
     });
 
-    it('charges synchronous usage in one step, once per ref, and may overdraw', async () => {
+    it('charges usage in one step, once per ref, and may overdraw; a request hold is refused while nothing is available', async () => {
       await r.billing.topUp(T, credits(1), 'pay_1');
-      await r.billing.ensureCanSpend(T);
       const o = await r.billing.charge(T, 'req_1', credits(3), 'chat 1200 tokens');
       expect(o).to.deep.equal({ ref: 'req_1', status: 'settled', held: credits(3), settled: credits(3), released: 0, duplicate: false });
       expect((await r2.billing.charge(T, 'req_1', credits(3))).duplicate).to.equal(true);
       expect(await r.billing.getWallet(T)).to.include({ balance: credits(-2), available: credits(-2) });
       expect((await r.billing.listLedger(T)).entries.slice(0, 2).map((e) => e.kind)).to.deep.equal(['settle', 'hold']);
-      expect((await rejection(r.billing.ensureCanSpend(T))).code).to.equal(1003);
+      expect((await rejection(r.billing.holdUpTo(T, 'req_2', credits(1000)))).code).to.equal(1003);
       expect((await rejection(r.billing.hold(T, 'task_1', 1))).code).to.equal(1003);
       await r.billing.topUp(T, credits(2), 'pay_2');
-      expect((await rejection(r.billing.ensureCanSpend(T))).code).to.equal(1003);
+      expect((await rejection(r.billing.holdUpTo(T, 'req_2', credits(1000)))).code).to.equal(1003);
       await r.billing.topUp(T, 1, 'pay_3');
-      await r.billing.ensureCanSpend(T);
+      expect(await r.billing.holdUpTo(T, 'req_2', credits(1000))).to.equal(1); // what is available
       const hold = (await r.store.snapshot(T)).holds.find((h) => h.ref === 'req_1');
       expect(hold).to.deep.equal({ ref: 'req_1', amount: credits(3), state: 'settled', settled: credits(3), released: 0, at: AT, charge: true });
     });
