@@ -85,6 +85,17 @@ async function window(label: string, base: string, metricsUrl: string, redis: Re
   console.log(`${label} (load average ${loadavg()[0]!.toFixed(1)}): ${Math.round(ok / seconds)}/s (${errors} errors); gateway CPU ${us(cpu1 - cpu0)} µs/request (${((cpu1 - cpu0) / seconds).toFixed(2)} cores); Redis CPU ${us(r1.cpu - r0.cpu)} µs/request (${((r1.cpu - r0.cpu) / seconds).toFixed(2)} cores); Redis commands ${(total / ok).toFixed(2)}/request: ${calls.slice(0, 6).map(([c, n]) => `${c} ${(n / ok).toFixed(2)}`).join(', ')}; ${r1.clients - 1} Redis connections`);
 }
 
+/** What the workers and Redis spend with no traffic (job workers waiting, timers), per second. */
+async function idle(n: number, metricsUrl: string, redis: Redis): Promise<void> {
+  const gwCpu = async () => metricValue(await (await fetch(metricsUrl)).text(), 'process_cpu_seconds_total');
+  const [cpu0, r0, t0] = [await gwCpu(), await redisNow(redis), performance.now()];
+  await new Promise((r) => setTimeout(r, 5000));
+  const [cpu1, r1] = [await gwCpu(), await redisNow(redis)];
+  const seconds = (performance.now() - t0) / 1000;
+  const calls = [...r1.calls].reduce((sum, [c, v]) => sum + v - (r0.calls.get(c) ?? 0), 0);
+  console.log(`${n} worker(s), idle: gateway ${((cpu1 - cpu0) / seconds).toFixed(3)} cores, Redis ${((r1.cpu - r0.cpu) / seconds).toFixed(3)} cores, ${Math.round(calls / seconds)} Redis commands/s (two scrapes included)`);
+}
+
 const redis = await startRedis();
 const client = redis.client();
 const chatUp = await startBenchUpstream();
@@ -117,6 +128,7 @@ upstreams:
     await admin(base, `/tenants/${tenant.id}/wallet/topups`, { credits: '1000000000.00' });
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+    await idle(n, metricsUrl, client);
     await window(`${n} worker(s), sync chat`, base, metricsUrl, client, async (pool) => {
       const r = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers, body: chatBody });
       await r.body.dump();
