@@ -176,7 +176,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     // A tenant that does not exist has none; a store that cannot be read is the request's 503,
     // never the defaults in place of the tenant's own limits.
     tenantOverrides: async (id) => (await tenants.getTenant(id).catch((err: unknown) => {
-      if (err instanceof GatewayError && err.code === 2005) return undefined;
+      if (err instanceof GatewayError && err.errorName === 'resourceNotFound') return undefined;
       throw err;
     }))?.limits,
   });
@@ -248,7 +248,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   // Readiness (GET /readyz): not while draining, nor while the store or the job queue is away.
   let draining = false;
   const ready = async (): Promise<GatewayError | undefined> => {
-    if (draining) return new GatewayError(4001, 'The gateway is shutting down; send requests to another instance.');
+    if (draining) return new GatewayError('temporarilyUnavailable', 'The gateway is shutting down; send requests to another instance.');
     const down = await stores.unavailable(Math.min(READY_PING_MS, config.store.command_timeout_ms));
     return down.length ? dependencyUnavailable(down.join(' and ')) : undefined;
   };

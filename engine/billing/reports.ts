@@ -148,7 +148,7 @@ export function instant(text: string, pointer: string, end = false): number {
   const day = /^\d{4}-\d{2}-\d{2}$/.test(text);
   const ms = Date.parse(day ? `${text}T00:00:00Z` : text);
   if (Number.isNaN(ms) || (!day && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(text))) {
-    throw new GatewayError(2001, `${pointer.split('/').pop()} must be a date (YYYY-MM-DD) or an RFC 3339 date-time.`, { errors: [{ pointer, detail: 'not a date or date-time' }] });
+    throw new GatewayError('parameterValidationFailed', `${pointer.split('/').pop()} must be a date (YYYY-MM-DD) or an RFC 3339 date-time.`, { errors: [{ pointer, detail: 'not a date or date-time' }] });
   }
   return day && end ? ms + DAY_MS : ms;
 }
@@ -157,15 +157,15 @@ export function instant(text: string, pointer: string, end = false): number {
 export function usageRange(from: string | undefined, to: string | undefined, now: number): { from: string; to: string } {
   const date = (s: string, pointer: string) => {
     if (!/^\d{4}-\d{2}-\d{2}$/.test(s) || Number.isNaN(Date.parse(`${s}T00:00:00Z`)) || new Date(`${s}T00:00:00Z`).toISOString().slice(0, 10) !== s) {
-      throw new GatewayError(2001, `${pointer.split('/').pop()} must be a UTC date (YYYY-MM-DD).`, { errors: [{ pointer, detail: 'not a date' }] });
+      throw new GatewayError('parameterValidationFailed', `${pointer.split('/').pop()} must be a UTC date (YYYY-MM-DD).`, { errors: [{ pointer, detail: 'not a date' }] });
     }
     return Date.parse(`${s}T00:00:00Z`);
   };
   const toMs = to === undefined ? Date.parse(`${new Date(now).toISOString().slice(0, 10)}T00:00:00Z`) : date(to, '/query/to');
   const fromMs = from === undefined ? toMs - 29 * DAY_MS : date(from, '/query/from');
-  if (fromMs > toMs) throw new GatewayError(2003, 'from must not be after to.', { errors: [{ pointer: '/query/from', detail: 'after to' }] });
+  if (fromMs > toMs) throw new GatewayError('invalidParameterValue', 'from must not be after to.', { errors: [{ pointer: '/query/from', detail: 'after to' }] });
   if ((toMs - fromMs) / DAY_MS + 1 > MAX_USAGE_DAYS) {
-    throw new GatewayError(2003, `The range is at most ${MAX_USAGE_DAYS} days.`, { errors: [{ pointer: '/query/from', detail: `more than ${MAX_USAGE_DAYS} days before to` }] });
+    throw new GatewayError('invalidParameterValue', `The range is at most ${MAX_USAGE_DAYS} days.`, { errors: [{ pointer: '/query/from', detail: `more than ${MAX_USAGE_DAYS} days before to` }] });
   }
   const iso = (ms: number) => new Date(ms).toISOString().slice(0, 10);
   return { from: iso(fromMs), to: iso(toMs) };

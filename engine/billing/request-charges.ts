@@ -36,7 +36,7 @@ export class RequestCharges implements ProxyBilling {
     try {
       return await this.billing.holdUpTo(tenantId, ref, milli, note);
     } catch (err) {
-      if (err instanceof GatewayError && err.code !== 4003) throw err; // a refusal (1003)
+      if (err instanceof GatewayError && err.errorName !== 'dependencyUnavailable') throw err; // a refusal (1003)
       chargeWriteFailures.inc({ step: 'hold' });
       // Written or not, the request is refused: a hold the store did take is released later.
       this.pending.add(ref, () => this.billing.releaseHold(tenantId, ref, 'refused: the hold could not be confirmed'));

@@ -126,7 +126,7 @@ export class BillingService {
       await this.spend?.cancelSpend(tenantId, ref);
       const available = r.wallet.balance - r.wallet.held;
       throw new GatewayError(
-        1003,
+        'insufficientBalance',
         `Insufficient balance: this request needs ${formatCredits(milli, 'up')} credits and ${formatCredits(Math.max(available, 0))} are available.`,
       );
     }
@@ -175,7 +175,7 @@ export class BillingService {
     const r = await this.store.hold(tenantId, ref, milli, note, this.now(), { upTo: true });
     if (r.status === 'insufficient') {
       fundsRefusals.inc();
-      throw new GatewayError(1003, 'Insufficient balance: the wallet has no available credits.');
+      throw new GatewayError('insufficientBalance', 'Insufficient balance: the wallet has no available credits.');
     }
     const hold = r.hold as HoldRecord;
     if (r.status !== 'duplicate') countCredits('held', hold.amount);
@@ -225,12 +225,12 @@ export class BillingService {
   async listLedger(tenantId: string, query: LedgerQuery = {}): Promise<LedgerListing> {
     const limit = query.limit ?? 50;
     if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
-      throw new GatewayError(2003, 'limit must be an integer from 1 to 200.', { errors: [{ pointer: '/query/limit', detail: 'must be 1 to 200' }] });
+      throw new GatewayError('invalidParameterValue', 'limit must be an integer from 1 to 200.', { errors: [{ pointer: '/query/limit', detail: 'must be 1 to 200' }] });
     }
     let before: number | undefined;
     if (query.cursor !== undefined && query.cursor !== null && query.cursor !== '') {
       if (!/^[1-9]\d{0,15}$/.test(query.cursor)) {
-        throw new GatewayError(2003, 'The cursor is not valid.', { errors: [{ pointer: '/query/cursor', detail: 'not a cursor from a previous page' }] });
+        throw new GatewayError('invalidParameterValue', 'The cursor is not valid.', { errors: [{ pointer: '/query/cursor', detail: 'not a cursor from a previous page' }] });
       }
       before = Number(query.cursor);
     }

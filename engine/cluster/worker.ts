@@ -31,7 +31,7 @@ export async function siblingsReady(): Promise<GatewayError | undefined> {
   } catch {
     problem = 'the serve --workers primary did not answer';
   }
-  return problem === undefined ? undefined : new GatewayError(4001, `Not every worker of this instance is ready (${problem}); send requests to another instance.`);
+  return problem === undefined ? undefined : new GatewayError('temporarilyUnavailable', `Not every worker of this instance is ready (${problem}); send requests to another instance.`);
 }
 
 /** Once the gateway runs: answer the primary, and tell it this worker serves at `url`. */

@@ -3,6 +3,7 @@
 // request afterwards. Every problem found here is positioned in its descriptor file.
 // Each route kind has its own compiler: async-route.ts (async, status), proxy-route.ts (sync, stream).
 import { LoadError, type Problem } from '../config/yaml-source.ts';
+import { errorNamed } from '../errors/catalogue.ts';
 import { createAuth, MissingCredentialError } from '../upstream/auth-schemes.ts';
 import { UpstreamClient } from '../upstream/client.ts';
 import { UpstreamPool, type PoolMember } from '../upstream/pool.ts';
@@ -51,7 +52,7 @@ function compileVendor(v: LoadedVendor, ctx: CompileContext, problems: Problem[]
     }
   };
   const errorRules = (pointer: string, entries: readonly ErrorMapEntry[] | undefined): CompiledErrorRule[] =>
-    (entries ?? []).map((e, i) => ({ when: expr(`${pointer}/${i}/when`, e.when)!, code: e.code, detail: expr(`${pointer}/${i}/detail`, e.detail) }));
+    (entries ?? []).map((e, i) => ({ when: expr(`${pointer}/${i}/when`, e.when)!, error: errorNamed(e.code), detail: expr(`${pointer}/${i}/detail`, e.detail) }));
 
   const upstreamConfig = ctx.config.upstreams[d.vendor] ?? {};
   // The single form is a pool of one, member "default".

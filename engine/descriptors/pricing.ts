@@ -212,7 +212,7 @@ function parseUsd(v: unknown, pointer: string): Decimal {
 }
 
 function configError(label: string, why: string, cause?: unknown): GatewayError {
-  return new GatewayError(4005, `The pricing of ${label} is misconfigured: ${why}.`, cause === undefined ? {} : { cause });
+  return new GatewayError('configurationError', `The pricing of ${label} is misconfigured: ${why}.`, cause === undefined ? {} : { cause });
 }
 
 function describe(v: unknown): string {

@@ -1,7 +1,7 @@
 // The console's part of the OpenAPI document (docs/console-api.md): sign-in and sessions, and
 // the tenant self-service routes (keys, tasks, usage, balance, ledger). Merged into the
 // document by ./openapi.ts; the schemas reference its base components (problem, task_info).
-import { CATALOGUE } from '../errors/catalogue.ts';
+import { problem } from './problems.ts';
 import type { JsonObject } from '../validation/json-schema.ts';
 
 const C = '#/components/schemas/';
@@ -10,24 +10,15 @@ const TAG = 'console';
 /** A tenant route accepts the API key or, from the console, a session cookie. */
 const TENANT_SECURITY = [{ bearer: [] }, { console_session: [] }, { console_operator: [] }];
 
-function problem(codes: number[], what: string): JsonObject {
-  const list = codes.map((c) => `${c} ${(CATALOGUE as Record<number, { title: string }>)[c]?.title ?? ''}`.trim()).join(', ');
-  return {
-    description: `${what}. Codes: ${list}`,
-    content: { 'application/problem+json': { schema: { allOf: [{ $ref: `${C}problem` }, { properties: { error_code: { enum: codes } } }] } } },
-    'x-error-codes': codes,
-  };
-}
-
 function errors(o: { post?: boolean; notFound?: boolean; invalid?: boolean } = {}): JsonObject {
   const out: JsonObject = {
-    '401': problem([1001], 'No API key or console session, or one that is invalid, expired or revoked'),
-    '403': problem([1002], o.post ? 'The key lacks the scope, or a cookie-authenticated request came from another origin ("cross-site request refused")' : 'The key lacks the scope'),
+    '401': problem(['authenticationFailed'], 'No API key or console session, or one that is invalid, expired or revoked'),
+    '403': problem(['permissionDenied'], o.post ? 'The key lacks the scope, or a cookie-authenticated request came from another origin ("cross-site request refused")' : 'The key lacks the scope'),
   };
-  if (o.invalid) out['400'] = problem([2001, 2003], 'A parameter is missing or invalid');
-  if (o.notFound) out['404'] = problem([2005], 'No such resource for this tenant');
-  out['429'] = problem([1006], 'Too many failed authentications from this address; retry after Retry-After');
-  out['503'] = problem([4003], 'The gateway cannot reach its store now; retry after Retry-After');
+  if (o.invalid) out['400'] = problem(['parameterValidationFailed', 'invalidParameterValue'], 'A parameter is missing or invalid');
+  if (o.notFound) out['404'] = problem(['resourceNotFound'], 'No such resource for this tenant');
+  out['429'] = problem(['tooManyFailedAuthentications'], 'Too many failed authentications from this address; retry after Retry-After');
+  out['503'] = problem(['dependencyUnavailable'], 'The gateway cannot reach its store now; retry after Retry-After');
   return out;
 }
 
@@ -56,7 +47,7 @@ export function consolePaths(): JsonObject {
       delete: op('Sign out', {
         session: 'tenant', operationId: 'console_session_delete',
         description: 'Revokes the session server-side and clears the cookie (204 also without a session).',
-        responses: { '204': { description: 'Signed out' }, '403': problem([1002], 'Cross-site request refused') },
+        responses: { '204': { description: 'Signed out' }, '403': problem(['permissionDenied'], 'Cross-site request refused') },
       }),
     },
     '/console/v1/admin-session': {
@@ -67,7 +58,7 @@ export function consolePaths(): JsonObject {
         responses: { '201': json('console_admin_session', 'Signed in; the operator cookie is set'), ...errors({ post: true, invalid: true }) },
       }),
       get: op('The current operator session', { session: 'operator', operationId: 'console_admin_session_get', responses: { '200': json('console_admin_session', 'The operator session'), ...errors() } }),
-      delete: op('Sign the operator out', { session: 'operator', operationId: 'console_admin_session_delete', responses: { '204': { description: 'Signed out' }, '403': problem([1002], 'Cross-site request refused') } }),
+      delete: op('Sign the operator out', { session: 'operator', operationId: 'console_admin_session_delete', responses: { '204': { description: 'Signed out' }, '403': problem(['permissionDenied'], 'Cross-site request refused') } }),
     },
     '/v1/keys': {
       get: op('List the tenant\'s API keys (previews only)', { scope: 'console:read', operationId: 'console_keys_list', responses: { '200': json('console_key_list', 'The keys'), ...errors() } }),

@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import type { ErrorObject } from 'ajv';
 import { URL_LIST_FIELDS } from '../descriptors/result-fields.ts';
 import type { RouteSpec, VendorDescriptor } from '../descriptors/types.ts';
-import { CATALOGUE, HTTP_ONLY } from '../errors/catalogue.ts';
+import type { ErrorName } from '../errors/catalogue.ts';
+import { codeList, named, problem } from './problems.ts';
 import { CONSOLE_SECURITY_SCHEMES, consolePaths, consoleSchemas } from './console-openapi.ts';
 import { EVENT_TYPES } from '../events/bus.ts';
 import { codeForAjvError, ruleCode } from '../validation/error-policy.ts';
@@ -24,7 +25,8 @@ export interface OpenApiOptions {
 type Doc = JsonObject;
 
 const COMPONENT = '#/components/schemas/';
-const TASK_ERROR_CODES = [3001, 3002, 3003, 3004, 3005, 4002, 4008, 4009];
+/** The errors a task most often ends with, after its creation was answered. */
+const TASK_ERRORS: readonly ErrorName[] = ['upstreamUnavailable', 'upstreamRequestFailed', 'upstreamResponseError', 'upstreamTimeout', 'upstreamExecutionFailed', 'internalOperationFailed', 'taskExecutionTimeout', 'taskCancelled', 'submissionOutcomeUnknown', 'descriptorExpressionFailed', 'resultCopyFailed'];
 
 export function buildOpenApi(descriptors: readonly VendorDescriptor[], opts: OpenApiOptions = {}): Doc {
   const registry = opts.registry ?? registryFromDir();
@@ -162,11 +164,11 @@ function createOperation(d: VendorDescriptor, r: RouteSpec, operationId: string,
   };
   if (r.request?.validation_errors === 'task_info') {
     responses['400'] = {
-      description: `Validation failed. This route answers with a \`task_info\`-shaped body (status \`failed\`). Codes: ${codeList(validationCodes)}`,
+      description: `Validation failed. This route answers with a \`task_info\`-shaped body (status \`failed\`). Codes: ${codeList(named(validationCodes))}`,
       content: { 'application/json': { schema: { allOf: [{ $ref: `${COMPONENT}task_info_validation_error` }, { properties: { error: { properties: { error_code: { enum: validationCodes } } } } }] } } },
       'x-error-codes': validationCodes,
     };
-  } else responses['400'] = problem(validationCodes, 'The request is invalid');
+  } else responses['400'] = problem(named(validationCodes), 'The request is invalid');
   Object.assign(responses, commonErrors({ billed: Boolean(r.pricing), post: true, quota: true }));
   return {
     operationId,
@@ -187,8 +189,8 @@ function readOperation(d: VendorDescriptor, r: RouteSpec, operationId: string, r
     parameters: [{ name: 'task_id', in: 'path', required: true, description: 'The task id returned at creation.', schema: { type: 'string', format: 'uuid' } }],
     responses: {
       '200': { description: 'The task.', content: { 'application/json': { schema: { $ref: responseRef } } } },
-      '400': problem([2001], 'task_id is not a UUID'),
-      '404': problem([2005], 'No such task for this API key'),
+      '400': problem(['parameterValidationFailed'], 'task_id is not a UUID'),
+      '404': problem(['resourceNotFound'], 'No such task for this API key'),
       ...commonErrors({ billed: false, post: false, quota: false }),
     },
   };
@@ -208,7 +210,7 @@ function cancelPolicies(d: VendorDescriptor, r: RouteSpec): { text: string; refu
 
 function cancelOperation(d: VendorDescriptor, r: RouteSpec, operationId: string, responseRef: string): JsonObject {
   const policy = cancelPolicies(d, r);
-  const conflict = problem(policy.refused ? [HTTP_ONLY.conflict.code, 2006] : [HTTP_ONLY.conflict.code], `The task has already finished (completed, failed, or cancelled by an earlier call); the detail names its state and \`task_info\` carries it${policy.refused ? '. 2006: this route\'s tasks cannot be cancelled' : ''}`);
+  const conflict = problem(policy.refused ? ['conflict', 'taskNotCancellable'] : ['conflict'], `The task has already finished (completed, failed, or cancelled by an earlier call); the detail names its state and \`task_info\` carries it${policy.refused ? '. 2006: this route\'s tasks cannot be cancelled' : ''}`);
   const schema = (conflict.content as JsonObject)['application/problem+json'] as JsonObject;
   ((schema.schema as JsonObject).allOf as JsonObject[]).push({ required: ['task_info'], properties: { task_info: { $ref: `${COMPONENT}task_info` } } });
   return {
@@ -223,8 +225,8 @@ function cancelOperation(d: VendorDescriptor, r: RouteSpec, operationId: string,
     parameters: [{ name: 'task_id', in: 'path', required: true, description: 'The task id returned at creation.', schema: { type: 'string', format: 'uuid' } }],
     responses: {
       '200': { description: 'Cancelled: the task as GET now answers it (status `failed`, error 4009).', content: { 'application/json': { schema: { $ref: responseRef } } } },
-      '400': problem([2001], 'task_id is not a UUID'),
-      '404': problem([2005], 'No such task for this API key'),
+      '400': problem(['parameterValidationFailed'], 'task_id is not a UUID'),
+      '404': problem(['resourceNotFound'], 'No such task for this API key'),
       '409': conflict,
       ...commonErrors({ billed: false, post: false, quota: false }),
     },
@@ -241,7 +243,7 @@ function proxyOperation(d: VendorDescriptor, r: RouteSpec, operationId: string, 
       },
     },
   };
-  if (requestRef || r.method === 'POST') responses['400'] = problem(validationCodes.length ? validationCodes : [2001], 'The request is invalid');
+  if (requestRef || r.method === 'POST') responses['400'] = problem(validationCodes.length ? named(validationCodes) : ['parameterValidationFailed'], 'The request is invalid');
   Object.assign(responses, commonErrors({ billed: Boolean(r.pricing), post: r.method === 'POST', quota: false, upstream: true }));
   return {
     operationId,
@@ -273,36 +275,19 @@ function pricingNote(r: RouteSpec): string {
 
 function commonErrors(o: { billed: boolean; post: boolean; quota: boolean; upstream?: boolean }): JsonObject {
   const out: JsonObject = {
-    '401': problem([1001], 'The API key is missing, invalid, expired or revoked'),
-    '403': problem([1002], 'The API key may not use this route'),
+    '401': problem(['authenticationFailed'], 'The API key is missing, invalid, expired or revoked'),
+    '403': problem(['permissionDenied'], 'The API key may not use this route'),
   };
-  if (o.billed) out['402'] = problem([1003], 'Insufficient balance');
+  if (o.billed) out['402'] = problem(['insufficientBalance'], 'Insufficient balance');
   if (o.post) {
-    out['413'] = problem([HTTP_ONLY.payloadTooLarge.code], 'The request body is too large');
-    out['415'] = problem([HTTP_ONLY.unsupportedMediaType.code], 'The request body is not JSON');
+    out['413'] = problem(['payloadTooLarge'], 'The request body is too large');
+    out['415'] = problem(['unsupportedMediaType'], 'The request body is not JSON');
   }
-  out['429'] = problem(o.quota ? [1004, 1005, 1006] : [1004, 1006], 'Rate limit or quota exceeded, or too many failed authentications from this address');
-  out['500'] = problem([...(o.upstream ? [3001, 3002, 3003, 3004, 3005] : []), 4002, ...(o.billed ? [4005] : [])], o.upstream ? 'The upstream provider or the gateway failed' : 'The gateway failed');
+  out['429'] = problem(o.quota ? ['rateLimitExceeded', 'quotaExceeded', 'tooManyFailedAuthentications'] : ['rateLimitExceeded', 'tooManyFailedAuthentications'], 'Rate limit or quota exceeded, or too many failed authentications from this address');
+  out['500'] = problem([...(o.upstream ? ['upstreamUnavailable', 'upstreamRequestFailed', 'upstreamResponseError', 'upstreamTimeout', 'upstreamExecutionFailed'] as const : []), 'internalOperationFailed', ...(o.billed ? ['configurationError'] as const : [])], o.upstream ? 'The upstream provider or the gateway failed' : 'The gateway failed');
   // Every route reads the store (the API key at least).
-  out['503'] = problem([4003], 'The gateway cannot reach its store or job queue now; retry after Retry-After (a create with the same Idempotency-Key)');
+  out['503'] = problem(['dependencyUnavailable'], 'The gateway cannot reach its store or job queue now; retry after Retry-After (a create with the same Idempotency-Key)');
   return out;
-}
-
-function problem(codes: number[], what: string): JsonObject {
-  const unique = [...new Set(codes)].sort((a, b) => a - b);
-  return {
-    description: `${what}. Codes: ${codeList(unique)}`,
-    content: {
-      'application/problem+json': {
-        schema: { allOf: [{ $ref: `${COMPONENT}problem` }, { properties: { error_code: { enum: unique } } }] },
-      },
-    },
-    'x-error-codes': unique,
-  };
-}
-
-function codeList(codes: readonly number[]): string {
-  return codes.map((c) => `${c} ${(CATALOGUE as Record<number, { title: string }>)[c]?.title ?? ''}`.trim()).join(', ');
 }
 
 /**
@@ -364,7 +349,7 @@ function baseComponents(): JsonObject {
       type: 'object',
       required: ['code', 'title', 'detail'],
       properties: {
-        code: { type: 'integer', description: `Service error code. Most common after creation: ${codeList(TASK_ERROR_CODES)}.`, examples: [3005] },
+        code: { type: 'integer', description: `Service error code. Most common after creation: ${codeList(TASK_ERRORS)}.`, examples: [3005] },
         title: { type: 'string' },
         detail: { type: 'string' },
       },

@@ -1,6 +1,7 @@
 // The one typed error of the gateway. Every failure a client can see is a GatewayError carrying
-// a service code; engine/http/answer.ts renders it as RFC 9457. Nothing else reaches a client.
-import { entryFor, type ErrorCode } from './catalogue.ts';
+// a catalogue entry, named (./catalogue.ts); engine/http/answer.ts renders it as RFC 9457.
+// Nothing else reaches a client.
+import { CATALOGUE, type ErrorCode, type ErrorName } from './catalogue.ts';
 
 /** One invalid input, as a JSON pointer into the request (or `/path/<name>` for path parameters). */
 export interface FieldError {
@@ -10,8 +11,8 @@ export interface FieldError {
 }
 
 export interface GatewayErrorOptions {
+  /** Instead of the entry's status (a proxied provider's own 4xx status, kept for the client). */
   status?: number;
-  title?: string;
   errors?: FieldError[];
   headers?: Record<string, string>;
   /** RFC 9457 extension members the problem body carries beside the standard ones. */
@@ -20,7 +21,9 @@ export interface GatewayErrorOptions {
 }
 
 export class GatewayError extends Error {
-  readonly code: ErrorCode | number;
+  /** The catalogue entry. */
+  readonly errorName: ErrorName;
+  readonly code: ErrorCode;
   readonly status: number;
   readonly title: string;
   readonly detail: string;
@@ -28,13 +31,14 @@ export class GatewayError extends Error {
   readonly headers: Record<string, string>;
   readonly extensions: Record<string, unknown>;
 
-  constructor(code: ErrorCode | number, detail: string, opts: GatewayErrorOptions = {}) {
+  constructor(name: ErrorName, detail: string, opts: GatewayErrorOptions = {}) {
     super(detail, opts.cause === undefined ? undefined : { cause: opts.cause });
-    const entry = entryFor(code);
+    const entry = CATALOGUE[name];
     this.name = 'GatewayError';
-    this.code = code;
+    this.errorName = name;
+    this.code = entry.code;
     this.status = opts.status ?? entry.status;
-    this.title = opts.title ?? entry.title;
+    this.title = entry.title;
     this.detail = detail;
     this.errors = opts.errors ?? [];
     this.headers = opts.headers ?? {};
@@ -64,15 +68,15 @@ export const DEPENDENCY_RETRY_AFTER_S = 1;
  * A dependency the request needs (the store, the job queue, the rate-limit counters) cannot be
  * reached now: 503 / 4003 with Retry-After. The adapters raise it for every transport failure,
  * so a request is refused, never queued behind a reconnect. Nothing of the refused request is
- * done later (a create that may have been half-written is withdrawn: engine/tasks/lifecycle.ts).
+ * done later (a create that may have been half-written is withdrawn: engine/tasks/submit.ts).
  */
 export function dependencyUnavailable(dependency: string, cause?: unknown): GatewayError {
-  return new GatewayError(4003, `Unavailable now: the gateway's ${dependency}. Retry after the time in Retry-After.`, {
+  return new GatewayError('dependencyUnavailable', `Unavailable now: the gateway's ${dependency}. Retry after the time in Retry-After.`, {
     headers: { 'Retry-After': String(DEPENDENCY_RETRY_AFTER_S) },
     cause,
   });
 }
 
 export function isDependencyUnavailable(err: unknown): boolean {
-  return err instanceof GatewayError && err.code === 4003;
+  return err instanceof GatewayError && err.errorName === 'dependencyUnavailable';
 }

@@ -65,7 +65,7 @@ export function adminRouter(deps: AdminDeps): Router {
   router.patch('/tenants/:id', async (req, res) => {
     const body = (await updateTenant(req.body ?? {})) as { disabled: boolean };
     const tenant = await deps.tenants.setDisabled(req.params.id, body.disabled);
-    if (!tenant) throw new GatewayError(2005, `No tenant ${req.params.id}.`);
+    if (!tenant) throw new GatewayError('resourceNotFound', `No tenant ${req.params.id}.`);
     res.json(tenant);
   });
   router.post('/tenants/:id/keys', async (req, res) => {

@@ -76,7 +76,7 @@ export function writeJson(res: ServerResponse, status: number, body: unknown, he
 
 /** A request path that is not valid percent-encoding (both routers refuse it). */
 export function malformedPath(): GatewayError {
-  return new GatewayError(2001, 'The request path is not valid percent-encoding.', { errors: [{ pointer: '', detail: 'malformed percent-encoding in the path' }] });
+  return new GatewayError('parameterValidationFailed', 'The request path is not valid percent-encoding.', { errors: [{ pointer: '', detail: 'malformed percent-encoding in the path' }] });
 }
 
 /**
@@ -88,7 +88,7 @@ export function toGatewayError(err: unknown, logger: Logger): GatewayError {
   if (err instanceof GatewayError) return err;
   if ((err as { status?: unknown }).status === 400 && err instanceof URIError) return malformedPath();
   logger.error({ err }, 'unhandled error');
-  return new GatewayError(4002, 'An internal operation failed. Quote the trace id when reporting it.');
+  return new GatewayError('internalOperationFailed', 'An internal operation failed. Quote the trace id when reporting it.');
 }
 
 export function errorHandler(logger: Logger): ErrorRequestHandler {

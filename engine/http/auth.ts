@@ -44,9 +44,9 @@ export function requireApiKey(tenants: TenantService, sessions?: ConsoleSessions
  */
 export function requireAdminToken(token: string, tenants: TenantService, sessions?: ConsoleSessions) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
-    if (!token) throw new GatewayError(1001, 'The admin API is disabled: set GATEWAY_ADMIN_TOKEN to enable it.');
+    if (!token) throw new GatewayError('authenticationFailed', 'The admin API is disabled: set GATEWAY_ADMIN_TOKEN to enable it.');
     if (sessions && req.headers.authorization === undefined && (await cookieSession(req, res, sessions, ADMIN_COOKIE))) return next();
-    const invalid = () => new GatewayError(1001, 'Invalid admin token.', { headers: { 'WWW-Authenticate': 'Bearer' } });
+    const invalid = () => new GatewayError('authenticationFailed', 'Invalid admin token.', { headers: { 'WWW-Authenticate': 'Bearer' } });
     if (req.headers.authorization === undefined) throw invalid();
     await tenants.guarded(clientOf(req), 'admin_token', async () => {
       const m = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '');

@@ -67,7 +67,7 @@ const milli = (credits: string, pointer: string): number => {
   try {
     return creditsToMilli(credits);
   } catch (err) {
-    if (err instanceof MoneyError) throw new GatewayError(2003, err.message, { errors: [{ pointer, detail: err.message }] });
+    if (err instanceof MoneyError) throw new GatewayError('invalidParameterValue', err.message, { errors: [{ pointer, detail: err.message }] });
     throw err;
   }
 };
@@ -99,7 +99,7 @@ export function mountAdminBillingRoutes(router: Router, deps: BillingRouteDeps):
     const id = await tenantOf(req);
     const body = (await topUp(req.body ?? {})) as { credits: string; ref?: string; note?: string };
     const amount = milli(body.credits, '/credits');
-    if (amount <= 0) throw new GatewayError(2003, 'A top-up must be positive.', { errors: [{ pointer: '/credits', detail: 'must be > 0' }] });
+    if (amount <= 0) throw new GatewayError('invalidParameterValue', 'A top-up must be positive.', { errors: [{ pointer: '/credits', detail: 'must be > 0' }] });
     // A caller-given ref makes the top-up idempotent (e.g. a payment id).
     const entry = await deps.billing.topUp(id, amount, body.ref ?? `topup_${Date.now()}_${Math.random().toString(36).slice(2)}`, body.note ?? '');
     res.status(201).json({ entry: entryView(entry), wallet: walletView(await deps.billing.getWallet(id)) });
@@ -108,7 +108,7 @@ export function mountAdminBillingRoutes(router: Router, deps: BillingRouteDeps):
     const id = await tenantOf(req);
     const body = (await adjust(req.body ?? {})) as { credits: string; ref?: string; note: string };
     const amount = milli(body.credits, '/credits');
-    if (amount === 0) throw new GatewayError(2003, 'An adjustment must not be zero.', { errors: [{ pointer: '/credits', detail: 'must not be 0' }] });
+    if (amount === 0) throw new GatewayError('invalidParameterValue', 'An adjustment must not be zero.', { errors: [{ pointer: '/credits', detail: 'must not be 0' }] });
     const entry = await deps.billing.adjust(id, amount, body.ref ?? `adj_${Date.now()}_${Math.random().toString(36).slice(2)}`, body.note);
     res.status(201).json({ entry: entryView(entry), wallet: walletView(await deps.billing.getWallet(id)) });
   });
@@ -116,7 +116,7 @@ export function mountAdminBillingRoutes(router: Router, deps: BillingRouteDeps):
     const id = await tenantOf(req);
     const body = (await threshold(req.body ?? {})) as { credits: string | null };
     const value = body.credits === null ? null : milli(body.credits, '/credits');
-    if (value !== null && value < 0) throw new GatewayError(2003, 'The threshold must not be negative.', { errors: [{ pointer: '/credits', detail: 'must be >= 0' }] });
+    if (value !== null && value < 0) throw new GatewayError('invalidParameterValue', 'The threshold must not be negative.', { errors: [{ pointer: '/credits', detail: 'must be >= 0' }] });
     res.json(walletView(await deps.billing.setThreshold(id, value)));
   });
   router.get('/tenants/:id/limits', async (req, res) => {

@@ -13,16 +13,14 @@
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { HTTP_ONLY } from '../errors/catalogue.ts';
+import type { ErrorName } from '../errors/catalogue.ts';
 import { httpRequests, statusClass } from '../metrics/metrics.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { problemBody, writeProblem } from './answer.ts';
 import { continueTrace } from './traceparent.ts';
 
 type ParserError = Error & { code?: string; reason?: string };
-type Refusal = { code: number; status: number; title: string };
-
-const refuse = (h: Refusal, detail: string, headers?: Record<string, string>) => new GatewayError(h.code, detail, { status: h.status, title: h.title, headers });
+const refuse = (name: ErrorName, detail: string, headers?: Record<string, string>) => new GatewayError(name, detail, { headers });
 
 /** The error a parser failure answers with; undefined when the client is gone (nothing to answer). */
 export function clientErrorFor(err: ParserError): GatewayError | undefined {
@@ -33,16 +31,16 @@ export function clientErrorFor(err: ParserError): GatewayError | undefined {
     case 'ETIMEDOUT':
       return undefined;
     case 'HPE_HEADER_OVERFLOW':
-      return refuse(HTTP_ONLY.headersTooLarge, 'The request line and headers are larger than this server accepts.');
+      return refuse('headersTooLarge', 'The request line and headers are larger than this server accepts.');
     case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
-      return refuse(HTTP_ONLY.payloadTooLarge, 'The chunk extensions of the request body are larger than this server accepts.');
+      return refuse('payloadTooLarge', 'The chunk extensions of the request body are larger than this server accepts.');
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return refuse(HTTP_ONLY.requestTimeout, 'The request was not received in time; the connection is closed.');
+      return refuse('requestTimeout', 'The request was not received in time; the connection is closed.');
     default: {
       // The parser's own reason ("Invalid method encountered") says what to fix; nothing of the
       // request is echoed.
       const why = code.startsWith('HPE_') && err.reason ? `: ${err.reason.replace(/[^\x20-\x7e]/g, '')}` : '';
-      return refuse(HTTP_ONLY.badRequest, `The request is not valid HTTP/1.1${why} (${code || 'unknown error'}).`);
+      return refuse('badRequest', `The request is not valid HTTP/1.1${why} (${code || 'unknown error'}).`);
     }
   }
 }
@@ -61,10 +59,10 @@ export function answerRefusals(server: Server, logger: Logger): void {
     answerOnSocket(socket, problem, logger, err.code);
   });
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
-    answerOnSocket(socket, refuse(HTTP_ONLY.badRequest, 'CONNECT is not served: the gateway is not a proxy.'), logger, 'CONNECT', req.headers.traceparent as string | undefined);
+    answerOnSocket(socket, refuse('badRequest', 'CONNECT is not served: the gateway is not a proxy.'), logger, 'CONNECT', req.headers.traceparent as string | undefined);
   });
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    answerOnResponse(req, res, refuse(HTTP_ONLY.expectationFailed, 'The only expectation this server meets is Expect: 100-continue.'), logger);
+    answerOnResponse(req, res, refuse('expectationFailed', 'The only expectation this server meets is Expect: 100-continue.'), logger);
   });
 }
 
@@ -75,7 +73,7 @@ export function answerRefusals(server: Server, logger: Logger): void {
 export function refuseWithoutHost(req: IncomingMessage, res: ServerResponse, logger: Logger): boolean {
   if (req.headers.host !== undefined || req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1) return false;
   req.resume();
-  answerOnResponse(req, res, refuse(HTTP_ONLY.badRequest, 'An HTTP/1.1 request must carry a Host header.', { connection: 'close' }), logger);
+  answerOnResponse(req, res, refuse('badRequest', 'An HTTP/1.1 request must carry a Host header.', { connection: 'close' }), logger);
   return true;
 }
 

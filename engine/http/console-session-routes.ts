@@ -65,9 +65,9 @@ function stringField(req: Request, name: string): string {
   const body = req.body as Record<string, unknown> | undefined;
   const v = body?.[name];
   if (typeof v !== 'string' || v === '' || v.length > 512) {
-    throw new GatewayError(2001, `The body must be {"${name}": "..."}.`, { errors: [{ pointer: `/${name}`, detail: v === undefined ? 'required' : 'must be a non-empty string' }] });
+    throw new GatewayError('parameterValidationFailed', `The body must be {"${name}": "..."}.`, { errors: [{ pointer: `/${name}`, detail: v === undefined ? 'required' : 'must be a non-empty string' }] });
   }
   return v;
 }
 
-const noSession = () => new GatewayError(1001, 'No console session: sign in first.', { headers: { 'WWW-Authenticate': 'Bearer' } });
+const noSession = () => new GatewayError('authenticationFailed', 'No console session: sign in first.', { headers: { 'WWW-Authenticate': 'Bearer' } });

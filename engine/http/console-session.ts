@@ -51,13 +51,13 @@ function claimedOrigin(req: Request): string | undefined {
 /** The CSRF rule for cookie-authenticated requests (GET and HEAD change nothing and pass). */
 export function checkSameOrigin(req: Request): void {
   if (SAFE_METHODS.has(req.method)) return;
-  if (claimedOrigin(req) !== ownOrigin(req)) throw new GatewayError(1002, 'cross-site request refused: a console request must come from the gateway\'s own origin.');
+  if (claimedOrigin(req) !== ownOrigin(req)) throw new GatewayError('permissionDenied', 'cross-site request refused: a console request must come from the gateway\'s own origin.');
 }
 
 /** A sign-in from a browser page of another site (login CSRF) is refused; API clients send no Origin. */
 export function checkSignInOrigin(req: Request): void {
   const origin = req.get('origin');
-  if (origin !== undefined && origin.toLowerCase() !== ownOrigin(req)) throw new GatewayError(1002, 'cross-site request refused: sign in from the gateway\'s own console.');
+  if (origin !== undefined && origin.toLowerCase() !== ownOrigin(req)) throw new GatewayError('permissionDenied', 'cross-site request refused: sign in from the gateway\'s own console.');
 }
 
 /**

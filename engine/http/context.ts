@@ -5,6 +5,6 @@ import type { AuthContext } from '../tenants/auth-context.ts';
 
 export function authOf(res: Response): AuthContext {
   const auth = res.locals.auth as AuthContext | undefined;
-  if (!auth) throw new GatewayError(1001, 'Authentication required.');
+  if (!auth) throw new GatewayError('authenticationFailed', 'Authentication required.');
   return auth;
 }

@@ -156,7 +156,7 @@ async function callback(deps: DataPlaneDeps, _req: IncomingMessage, res: ServerR
   visit.route = entry.route.key;
   const body = (await visit.readBody()).json;
   const outcome = await deps.lifecycle.acceptCallback(params.task_id ?? '', params.token ?? '', body);
-  if (outcome === 'not_found') throw new GatewayError(2005, 'No such callback.');
+  if (outcome === 'not_found') throw new GatewayError('resourceNotFound', 'No such callback.');
   writeJson(res, 200, { status: outcome });
 }
 

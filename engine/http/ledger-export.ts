@@ -17,11 +17,11 @@ export async function filteredLedger(req: Request, res: Response, tenantId: stri
   const to = query(req, 'to');
   if (format === undefined && type === undefined && from === undefined && to === undefined) return false;
   if (format !== undefined && format !== 'json' && format !== 'csv') {
-    throw new GatewayError(2003, 'format must be json or csv.', { errors: [{ pointer: '/query/format', detail: 'unknown format' }] });
+    throw new GatewayError('invalidParameterValue', 'format must be json or csv.', { errors: [{ pointer: '/query/format', detail: 'unknown format' }] });
   }
   const f: LedgerFilter = {};
   if (type !== undefined) {
-    if (!LEDGER_KINDS.includes(type as LedgerKind)) throw new GatewayError(2003, `type must be one of ${LEDGER_KINDS.join(', ')}.`, { errors: [{ pointer: '/query/type', detail: 'unknown entry type' }] });
+    if (!LEDGER_KINDS.includes(type as LedgerKind)) throw new GatewayError('invalidParameterValue', `type must be one of ${LEDGER_KINDS.join(', ')}.`, { errors: [{ pointer: '/query/type', detail: 'unknown entry type' }] });
     f.kind = type as LedgerKind;
   }
   // Dates are whole UTC days, both ends included; date-times are instants, `to` included.
@@ -37,7 +37,7 @@ export async function filteredLedger(req: Request, res: Response, tenantId: stri
   const n = pageLimit(req, 50, 200);
   const cursor = query(req, 'cursor');
   if (cursor !== undefined && cursor !== '' && !/^[1-9]\d{0,15}$/.test(cursor)) {
-    throw new GatewayError(2003, 'The cursor is not valid.', { errors: [{ pointer: '/query/cursor', detail: 'not a cursor from a previous page' }] });
+    throw new GatewayError('invalidParameterValue', 'The cursor is not valid.', { errors: [{ pointer: '/query/cursor', detail: 'not a cursor from a previous page' }] });
   }
   const page = await reports.page(tenantId, f, n, cursor ? Number(cursor) : undefined);
   res.json({ data: page.entries.map(view), next_cursor: page.next_cursor });

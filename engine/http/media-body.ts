@@ -33,7 +33,7 @@ export async function readMediaBody(req: IncomingMessage, limit: number, rules: 
     const fail = (err: unknown) => {
       req.off('data', onData);
       req.resume();
-      reject(err instanceof GatewayError ? err : new GatewayError(2000, 'The request was aborted by the client.'));
+      reject(err instanceof GatewayError ? err : new GatewayError('inputValidationFailed', 'The request was aborted by the client.'));
     };
     const onData = (chunk: Buffer) => {
       if (length + chunk.length > limit) return fail(tooLarge(limit));
@@ -54,7 +54,7 @@ export async function readMediaBody(req: IncomingMessage, limit: number, rules: 
     req.once('error', fail);
     req.once('aborted', () => fail(undefined));
   });
-  if (declared !== undefined && length !== declared) throw new GatewayError(2000, 'The request body ended before its Content-Length.');
+  if (declared !== undefined && length !== declared) throw new GatewayError('inputValidationFailed', 'The request body ended before its Content-Length.');
   if (length === 0) return undefined;
   try {
     return await parseMediaBody(buf, length, rules);

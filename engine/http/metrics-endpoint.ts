@@ -4,7 +4,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sameSecret } from '../util/secrets.ts';
-import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { metricsText, registry } from '../metrics/metrics.ts';
 import { writeProblem } from './answer.ts';
@@ -17,16 +16,15 @@ export async function serveMetrics(req: IncomingMessage, res: ServerResponse, to
   try {
     if (path !== '/metrics') throw notFound(req.method ?? 'GET', path);
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      const h = HTTP_ONLY.methodNotAllowed;
-      throw new GatewayError(h.code, `${req.method} is not allowed here; use GET, HEAD.`, { status: h.status, title: h.title, headers: { Allow: 'GET, HEAD' } });
+      throw new GatewayError('methodNotAllowed', `${req.method} is not allowed here; use GET, HEAD.`, { headers: { Allow: 'GET, HEAD' } });
     }
     if (token !== null && !bearerMatches(req.headers.authorization, token)) {
-      throw new GatewayError(1001, 'GET /metrics needs Authorization: Bearer <metrics.token>.', { headers: { 'WWW-Authenticate': 'Bearer realm="metrics"' } });
+      throw new GatewayError('authenticationFailed', 'GET /metrics needs Authorization: Bearer <metrics.token>.', { headers: { 'WWW-Authenticate': 'Bearer realm="metrics"' } });
     }
     const text = await metricsText();
     res.writeHead(200, { 'content-type': registry.contentType, 'content-length': Buffer.byteLength(text) }).end(text);
   } catch (err) {
-    writeProblem(res, err instanceof GatewayError ? err : new GatewayError(4002, 'The metrics could not be collected.'), path, traceId);
+    writeProblem(res, err instanceof GatewayError ? err : new GatewayError('internalOperationFailed', 'The metrics could not be collected.'), path, traceId);
   }
   req.resume();
 }

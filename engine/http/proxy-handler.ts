@@ -177,10 +177,10 @@ class ProxiedRequest implements StreamSink {
         this.outcome = 'client_closed';
         return end.tap && end.tap.events > 0 ? this.call.streamUsage(end.tap) : undefined;
       case 'failed':
-        if (!end.tap) throw new GatewayError(end.failure.code, end.failure.message);
+        if (!end.tap) throw end.failure.toGatewayError();
         // Headers are out: end the stream with one error event the client SDKs understand.
         this.outcome = 'upstream_dropped';
-        this.res.end(`data: ${JSON.stringify({ error: errorObjectFor(new GatewayError(end.failure.code, `The provider's stream broke off: ${end.failure.message}`)) })}\n\n`);
+        this.res.end(`data: ${JSON.stringify({ error: errorObjectFor(end.failure.toGatewayError(`The provider's stream broke off: ${end.failure.message}`)) })}\n\n`);
         this.gw.logger.warn({ trace_id: this.visit.trace.traceId, route: this.call.route.key, err: end.failure.message }, 'upstream stream broke off');
         return end.tap.events > 0 ? this.call.streamUsage(end.tap) : undefined;
     }
@@ -228,7 +228,7 @@ class ProxiedRequest implements StreamSink {
 
   private fail(err: unknown): void {
     // An upstream failure keeps its code; anything else as every route maps it (./answer.ts).
-    const e = err instanceof UpstreamFailure ? new GatewayError(err.code, err.message) : toGatewayError(err, this.gw.logger);
+    const e = err instanceof UpstreamFailure ? err.toGatewayError() : toGatewayError(err, this.gw.logger);
     if (this.outcome === 'ok') this.outcome = e.code >= 3000 && e.code < 4000 ? 'upstream_error' : 'refused';
     if (this.res.headersSent) {
       this.res.destroy();

@@ -8,7 +8,7 @@ import { GatewayError } from '../errors/gateway-error.ts';
 export function query(req: Request, name: string): string | undefined {
   const v = (req.query as Record<string, unknown>)[name];
   if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw new GatewayError(2001, `${name} must be given once, as text.`, { errors: [{ pointer: `/query/${name}`, detail: 'not a single value' }] });
+  if (typeof v !== 'string') throw new GatewayError('parameterValidationFailed', `${name} must be given once, as text.`, { errors: [{ pointer: `/query/${name}`, detail: 'not a single value' }] });
   return v;
 }
 
@@ -16,8 +16,8 @@ export function query(req: Request, name: string): string | undefined {
 export function pageLimit(req: Request, fallback: number, max: number): number {
   const limit = query(req, 'limit');
   if (limit === undefined) return fallback;
-  if (!/^\d{1,9}$/.test(limit)) throw new GatewayError(2001, `limit must be an integer from 1 to ${max}.`, { errors: [{ pointer: '/query/limit', detail: 'not an integer' }] });
+  if (!/^\d{1,9}$/.test(limit)) throw new GatewayError('parameterValidationFailed', `limit must be an integer from 1 to ${max}.`, { errors: [{ pointer: '/query/limit', detail: 'not an integer' }] });
   const n = Number(limit);
-  if (n < 1 || n > max) throw new GatewayError(2003, `limit must be an integer from 1 to ${max}.`, { errors: [{ pointer: '/query/limit', detail: 'out of range' }] });
+  if (n < 1 || n > max) throw new GatewayError('invalidParameterValue', `limit must be an integer from 1 to ${max}.`, { errors: [{ pointer: '/query/limit', detail: 'out of range' }] });
   return n;
 }

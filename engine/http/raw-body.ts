@@ -4,7 +4,6 @@
 // uncompressed UTF-8 JSON (415 otherwise), the route's size limit (413, from Content-Length
 // before a byte is read), 2001 when it does not parse or nests deeper than MAX_JSON_DEPTH.
 import type { IncomingMessage } from 'node:http';
-import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { JsonBodyError, MAX_JSON_DEPTH, parseJsonBytes } from '../util/json-body.ts';
 
@@ -14,8 +13,7 @@ const CHARSET = /;\s*charset=("?)([^";]+)\1/i;
 const OBJECT_OR_ARRAY = /^[\x20\x09\x0a\x0d]*[{[]/;
 
 export function tooLarge(limit: number): GatewayError {
-  const h = HTTP_ONLY.payloadTooLarge;
-  return new GatewayError(h.code, `The request body exceeds this endpoint's limit of ${limit} bytes.`, { status: h.status, title: h.title, headers: { connection: 'close' } });
+  return new GatewayError('payloadTooLarge', `The request body exceeds this endpoint's limit of ${limit} bytes.`, { headers: { connection: 'close' } });
 }
 
 /** True when the request carries a body (chunked, or a Content-Length above 0). */
@@ -29,9 +27,8 @@ export function refuseUnlessJson(req: IncomingMessage, limit: number): void {
   const charset = CHARSET.exec(type)?.[2]?.toLowerCase();
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (!JSON_TYPE.test(type) || (charset && charset !== 'utf-8' && charset !== 'utf8') || encoding !== 'identity') {
-    const h = HTTP_ONLY.unsupportedMediaType;
     req.resume();
-    throw new GatewayError(h.code, 'Send the request body as uncompressed UTF-8 JSON with Content-Type: application/json.', { status: h.status, title: h.title });
+    throw new GatewayError('unsupportedMediaType', 'Send the request body as uncompressed UTF-8 JSON with Content-Type: application/json.');
   }
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) {
@@ -85,17 +82,17 @@ async function readStream(req: IncomingMessage, limit: number): Promise<Buffer> 
     };
     req.on('data', onData);
     req.once('end', () => resolve(chunks ? Buffer.concat(chunks, size) : (first ?? Buffer.alloc(0))));
-    req.once('error', () => reject(new GatewayError(2000, 'The request was aborted by the client.')));
+    req.once('error', () => reject(new GatewayError('inputValidationFailed', 'The request was aborted by the client.')));
   });
 }
 
 export function malformedJson(why: string): GatewayError {
-  return new GatewayError(2001, `Malformed JSON in the request body: ${why}.`, { errors: [{ pointer: '', detail: 'is not valid JSON', code: 2001 }] });
+  return new GatewayError('parameterValidationFailed', `Malformed JSON in the request body: ${why}.`, { errors: [{ pointer: '', detail: 'is not valid JSON', code: 2001 }] });
 }
 
 /** 2001 for a body nested deeper than MAX_JSON_DEPTH: refused before anything recursive sees it. */
 export function tooDeepJson(): GatewayError {
-  return new GatewayError(2001, `The request body nests objects or arrays deeper than ${MAX_JSON_DEPTH} levels.`, { errors: [{ pointer: '', detail: `nests deeper than ${MAX_JSON_DEPTH} levels`, code: 2001 }] });
+  return new GatewayError('parameterValidationFailed', `The request body nests objects or arrays deeper than ${MAX_JSON_DEPTH} levels.`, { errors: [{ pointer: '', detail: `nests deeper than ${MAX_JSON_DEPTH} levels`, code: 2001 }] });
 }
 
 /** The GatewayError of a body that util/json-body.ts refused. */

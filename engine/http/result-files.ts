@@ -7,7 +7,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import rangeParser from 'range-parser';
-import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { resultBytesServed } from '../metrics/metrics.ts';
 import { contentDisposition, type OpenedFile, type ResultService } from '../results/service.ts';
@@ -72,8 +71,7 @@ function wantedRange(req: IncomingMessage, opened: OpenedFile): { start: number;
   const ranges = rangeParser(opened.file.size, header, { combine: true });
   if (ranges === -2 || (ranges !== -1 && ranges.type !== 'bytes')) return undefined; // malformed or another unit: ignored (RFC 9110 §14.2)
   if (ranges === -1) {
-    const h = HTTP_ONLY.rangeNotSatisfiable;
-    throw new GatewayError(h.code, `The range ${header} is outside the file's ${opened.file.size} bytes.`, { status: h.status, title: h.title, headers: { 'Content-Range': `bytes */${opened.file.size}` } });
+    throw new GatewayError('rangeNotSatisfiable', `The range ${header} is outside the file's ${opened.file.size} bytes.`, { headers: { 'Content-Range': `bytes */${opened.file.size}` } });
   }
   return ranges.length === 1 ? ranges[0] : undefined;
 }

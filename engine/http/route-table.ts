@@ -8,7 +8,6 @@
 // slash; a doubled slash is another (unknown) path.
 import FindMyWay from 'find-my-way';
 import type { Express } from 'express';
-import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 
 type Params = Record<string, string | undefined>;
@@ -57,13 +56,12 @@ export class RouteTable<T> {
 }
 
 export function notFound(method: string, path: string): GatewayError {
-  return new GatewayError(HTTP_ONLY.notFound.code, `No route ${method} ${path}.`);
+  return new GatewayError('resourceNotFound', `No route ${method} ${path}.`);
 }
 
 function methodNotAllowed(method: string, allowed: readonly string[]): GatewayError {
   const allow = allowed.join(', ');
-  const h = HTTP_ONLY.methodNotAllowed;
-  return new GatewayError(h.code, `${method} is not allowed here; use ${allow}.`, { status: h.status, title: h.title, headers: { Allow: allow } });
+  return new GatewayError('methodNotAllowed', `${method} is not allowed here; use ${allow}.`, { headers: { Allow: allow } });
 }
 
 /** What express 5's router keeps of a registration (router/lib/layer.js, route.js). */

@@ -95,7 +95,7 @@ function taskQuery(req: Request): TaskListQuery {
   const status = query(req, 'status');
   if (status !== undefined) {
     if (!TASK_STATUSES.includes(status as TaskStatus)) {
-      throw new GatewayError(2003, `status must be one of ${TASK_STATUSES.join(', ')}.`, { errors: [{ pointer: '/query/status', detail: 'unknown status' }] });
+      throw new GatewayError('invalidParameterValue', `status must be one of ${TASK_STATUSES.join(', ')}.`, { errors: [{ pointer: '/query/status', detail: 'unknown status' }] });
     }
     q.status = status as TaskStatus;
   }

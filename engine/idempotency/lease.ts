@@ -3,7 +3,6 @@
 // one lease, not minutes. The owner stops itself before any effect once its lease may have run
 // out (a renewal refused, or none received in time: a paused process, a store away), so two
 // attempts never act on one key at once: `check()` is called before each step that writes.
-import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { Clock } from '../util/clock.ts';
 import type { IdempotencyStore } from './store.ts';
@@ -45,11 +44,7 @@ export class Lease implements Claim {
   check(): void {
     // A fifth of the lease is left for the step about to be written to land.
     if (this.lost || this.at.clock.now() >= this.until - this.at.leaseMs / 5) {
-      throw new GatewayError(HTTP_ONLY.conflict.code, 'This request lost its Idempotency-Key to a retry of it; retry to get that answer.', {
-        status: HTTP_ONLY.conflict.status,
-        title: HTTP_ONLY.conflict.title,
-        headers: { 'Retry-After': '1' },
-      });
+      throw new GatewayError('conflict', 'This request lost its Idempotency-Key to a retry of it; retry to get that answer.', { headers: { 'Retry-After': '1' } });
     }
   }
 

@@ -25,7 +25,6 @@
 //  - replays carry the stored status, headers and body, plus `Idempotent-Replayed: true`.
 import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as sleepMs } from 'node:timers/promises';
-import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { systemClock, type Clock } from '../util/clock.ts';
 import { RetryUntilDone } from '../util/retry-until-done.ts';
@@ -158,7 +157,7 @@ export class IdempotencyService {
 
 export function validateKey(key: string): void {
   if (!KEY_RE.test(key)) {
-    throw new GatewayError(2003, 'Idempotency-Key must be 1 to 255 visible ASCII characters.', {
+    throw new GatewayError('invalidParameterValue', 'Idempotency-Key must be 1 to 255 visible ASCII characters.', {
       errors: [{ pointer: '/headers/Idempotency-Key', detail: 'must be 1 to 255 visible ASCII characters' }],
     });
   }
@@ -186,6 +185,5 @@ export function canonical(v: unknown): unknown {
 }
 
 function conflict(detail: string, headers?: Record<string, string>): GatewayError {
-  const c = HTTP_ONLY.conflict;
-  return new GatewayError(c.code, detail, { status: c.status, title: c.title, ...(headers ? { headers } : {}) });
+  return new GatewayError('conflict', detail, headers ? { headers } : {});
 }

@@ -87,7 +87,7 @@ export class RateLimits {
     const plan = refused!.plan;
     limitRefusals.inc({ kind: `rate_${plan.scope}` });
     const retryAfter = Math.max(1, Math.ceil(wait(refused!) / 1000));
-    throw new GatewayError(1004, `Rate limit exceeded: ${plan.points} requests per ${WINDOW_TEXT[plan.window]} for ${SCOPE_TEXT[plan.scope]}.`, {
+    throw new GatewayError('rateLimitExceeded', `Rate limit exceeded: ${plan.points} requests per ${WINDOW_TEXT[plan.window]} for ${SCOPE_TEXT[plan.scope]}.`, {
       headers: { 'Retry-After': String(retryAfter) },
     });
   }

@@ -168,7 +168,7 @@ export class LimitsService implements SpendGuard {
     const r = await this.store.acquireTask(tenantId, taskId, limit, this.clock.now());
     if (r === 'full') {
       limitRefusals.inc({ kind: 'concurrency' });
-      throw new GatewayError(1005, `Quota exceeded: at most ${limit} asynchronous tasks may be active at once.`, {
+      throw new GatewayError('quotaExceeded', `Quota exceeded: at most ${limit} asynchronous tasks may be active at once.`, {
         headers: { 'Retry-After': String(this.config.concurrentRetryAfterSeconds) },
       });
     }
@@ -228,7 +228,7 @@ export class LimitsService implements SpendGuard {
     const now = this.clock.now();
     const retryAfter = Math.max(1, Math.ceil((DAY_MS - (now % DAY_MS)) / 1000));
     return new GatewayError(
-      1005,
+      'quotaExceeded',
       `Quota exceeded: the daily spend limit of ${formatCredits(limit)} credits is reached (${formatCredits(spent)} spent today, UTC).`,
       { headers: { 'Retry-After': String(retryAfter) } },
     );

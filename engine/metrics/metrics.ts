@@ -57,6 +57,12 @@ export const upstreamErrors = new client.Counter({
   labelNames: ['vendor', 'stage', 'code'] as const,
   registers,
 });
+export const descriptorDefects = new client.Counter({
+  name: 'gateway_descriptor_defects_total',
+  help: "A descriptor's expression that failed on a provider's answer (4011): a defect of the descriptor, not the provider's.",
+  labelNames: ['vendor', 'route', 'expression'] as const,
+  registers,
+});
 export const upstreamDuration = new client.Histogram({
   name: 'gateway_upstream_request_duration_seconds',
   help: 'Provider call time by vendor and stage (proxy: to the end of the answer or stream).',

@@ -150,7 +150,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     }
     this.size += chunk.length;
     if (this.size > MAX_JSON_ANSWER) {
-      controller.abort(new UpstreamFailure(3003, 'The provider answer is too large.', 'submit'));
+      controller.abort(new UpstreamFailure('upstreamResponseError', 'The provider answer is too large.', 'submit'));
       return;
     }
     this.chunks.push(chunk);

@@ -36,7 +36,7 @@ export class ListCache {
         throw await mapUpstreamError(route.errorRules, { stage: 'submit', http_status: up.status, body: up.body, message: own?.message });
       }
       const items = route.list!.items(up.body);
-      if (!Array.isArray(items)) throw new GatewayError(3003, "The provider's list answer has no list.");
+      if (!Array.isArray(items)) throw new GatewayError('upstreamResponseError', "The provider's list answer has no list.");
       const kept = items.filter((item) => {
         const id = route.list!.id(item);
         return typeof id === 'string' && route.list!.keep(id);

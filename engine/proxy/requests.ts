@@ -133,7 +133,7 @@ export class ProxyCall {
     if (route.pricer) {
       this.price = this.model === undefined ? undefined : route.pricer.priceOf(this.model);
       if (!this.price) {
-        throw new GatewayError(2003, `The model ${JSON.stringify(this.model)} is not offered here; GET /v1/models lists the models you can use.`, {
+        throw new GatewayError('invalidParameterValue', `The model ${JSON.stringify(this.model)} is not offered here; GET /v1/models lists the models you can use.`, {
           errors: [{ pointer: '/model', detail: 'is not an offered model', code: 2003 }],
         });
       }
@@ -178,7 +178,7 @@ export class ProxyCall {
     try {
       parsed = JSON.parse(text.toString('utf8'));
     } catch {
-      throw new GatewayError(3003, `The provider's answer (HTTP ${status}) is not JSON.`);
+      throw new GatewayError('upstreamResponseError', `The provider's answer (HTTP ${status}) is not JSON.`);
     }
     this.completionId = completionIdOf(parsed);
     this.usage = this.reported(parsed) ?? estimatedUsage(this.body, Math.ceil(text.length / 4));

@@ -24,10 +24,10 @@ export async function proxiedUpstreamError(route: ProxyRoutePlan, status: number
   }
   const own = route.errorObject ? sanitiseErrorObject(route.errorObject(parsed)) : undefined;
   const mapped = await mapUpstreamError(route.errorRules, { stage: 'submit', http_status: status, body: parsed, message: own?.message });
-  const keep = own !== undefined && mapped.code === 3002 && CLIENT_STATUSES.has(status);
+  const keep = own !== undefined && mapped.errorName === 'upstreamRequestFailed' && CLIENT_STATUSES.has(status);
   // The engine's default wording names async stages; a descriptor rule's own detail is kept.
   const detail = mapped.detail.startsWith('The provider answered the submit request')
     ? `The provider answered HTTP ${status}${own ? `: ${own.message}` : '.'}`
     : mapped.detail;
-  return { error: new GatewayError(mapped.code, detail, keep ? { status } : {}), own };
+  return { error: new GatewayError(mapped.errorName, detail, keep ? { status } : {}), own };
 }

@@ -61,7 +61,7 @@ export class ResultCopier {
       const failure = err instanceof CopyFailure ? err : new CopyFailure('store', false, `the result store failed: ${(err as Error).message}`, err);
       resultCopyFailures.inc({ vendor: task.vendor, reason: failure.reason });
       this.d.logger[failure.permanent ? 'error' : 'warn']({ task_id: task.id, reason: failure.reason, err: failure.cause ?? undefined, provider_result: result }, `result copy failed: ${failure.message}`);
-      return { ok: false, permanent: failure.permanent, error: new GatewayError(4012, `The result files could not be copied: ${failure.message}.`) };
+      return { ok: false, permanent: failure.permanent, error: new GatewayError('resultCopyFailed', `The result files could not be copied: ${failure.message}.`) };
     }
     resultCopyDuration.observe({ vendor: task.vendor }, (performance.now() - t0) / 1000);
     // The expiry counts from the copy's start: the sweep deletes by the time each file was

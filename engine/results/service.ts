@@ -5,7 +5,6 @@
 import type { Logger } from 'pino';
 import type { ResultsConfig } from '../config/types.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
-import { HTTP_ONLY } from '../errors/catalogue.ts';
 import type { JobScheduler } from '../jobs/scheduler.ts';
 import { resultBytesHeld, resultFilesDeleted, resultFilesHeld } from '../metrics/metrics.ts';
 import type { TaskStore } from '../tasks/store.ts';
@@ -77,7 +76,7 @@ export class ResultService implements ResultCopyPort {
    */
   async open(taskId: string, token: string, name: string): Promise<OpenedFile> {
     const task = await this.d.tasks.get(taskId);
-    const notFound = () => new GatewayError(HTTP_ONLY.notFound.code, 'No such result file.', { status: 404, title: HTTP_ONLY.notFound.title });
+    const notFound = () => new GatewayError('resourceNotFound', 'No such result file.');
     if (!task?.results_token || !sameSecret(task.results_token, token) || !hasFile(task, `/${token}/${name}`)) throw notFound();
     const expires = Date.parse(task.results_expire_at ?? '');
     const left = expires - this.d.clock.now();
@@ -159,7 +158,7 @@ function hasFile(task: TaskRecord, tail: string): boolean {
 }
 
 function gone(detail: string): GatewayError {
-  return new GatewayError(HTTP_ONLY.gone.code, detail, { status: HTTP_ONLY.gone.status, title: HTTP_ONLY.gone.title });
+  return new GatewayError('gone', detail);
 }
 
 /** Shown in place (a <video> plays it), saved under its own name. */

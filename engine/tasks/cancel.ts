@@ -25,8 +25,8 @@ export class TaskCancellation {
     const seconds = route ? Math.round(route.maxExecutionMs / 1000) : 0;
     // A task held back only by a copy of its result files that kept failing ends with that reason.
     const failed = await this.ending.failTask(task, task.result_copy_error
-      ? new GatewayError(4012, `The result files could not be copied before the task's deadline (${seconds} s): ${task.result_copy_error}`)
-      : new GatewayError(4008, `The task exceeded the maximum execution time (${seconds} s) and was cancelled.`));
+      ? new GatewayError('resultCopyFailed', `The result files could not be copied before the task's deadline (${seconds} s): ${task.result_copy_error}`)
+      : new GatewayError('taskExecutionTimeout', `The task exceeded the maximum execution time (${seconds} s) and was cancelled.`));
     // Only the caller whose transition failed the task asks the provider to stop it, so a poll
     // and the sweep reaching the deadline together send one cancel. Not awaited: a slow or dead
     // provider must hold up neither this job nor the sweep's other tasks.
@@ -45,9 +45,9 @@ export class TaskCancellation {
   async cancel(task: TaskRecord): Promise<{ cancelled: boolean; task: TaskRecord }> {
     // upstream.cancel: none: the provider cannot stop it and the operator lets it run (and bill).
     if (this.d.routes.get(task.route)?.cancelPolicy === 'none') {
-      throw new GatewayError(2006, 'Tasks of this route cannot be cancelled: the provider offers no cancel, so the task runs on and is billed when it completes.', { extensions: { task_info: taskInfo(task) } });
+      throw new GatewayError('taskNotCancellable', 'Tasks of this route cannot be cancelled: the provider offers no cancel, so the task runs on and is billed when it completes.', { extensions: { task_info: taskInfo(task) } });
     }
-    const err = new GatewayError(4009, `The task was cancelled by the client while ${task.status}; it is not billed.`);
+    const err = new GatewayError('taskCancelled', `The task was cancelled by the client while ${task.status}; it is not billed.`);
     const failed = await this.ending.failTask(task, err);
     if (!failed) return { cancelled: false, task: (await this.d.store.get(task.id)) ?? task };
     // A task still being submitted has no upstream id yet: submit() sees the lost transition

@@ -49,7 +49,7 @@ export class TaskConsole {
       const count = Math.min(200, Math.max(q.limit + 1, 50), MAX_SCAN - scanned);
       const batch = await this.store.listByTenant(tenantId, { after, from: q.from, to: q.to, count });
       if (!batch) {
-        if (after === q.startingAfter) throw new GatewayError(2003, 'starting_after is not a task of this listing.', { errors: [{ pointer: '/query/starting_after', detail: 'not a cursor from a previous page' }] });
+        if (after === q.startingAfter) throw new GatewayError('invalidParameterValue', 'starting_after is not a task of this listing.', { errors: [{ pointer: '/query/starting_after', detail: 'not a cursor from a previous page' }] });
         break; // the entry we stood on went away between two steps: what was found is the answer
       }
       scanned += count;
@@ -69,7 +69,7 @@ export class TaskConsole {
   async get(tenantId: string, id: string): Promise<Record<string, unknown>> {
     const t = await this.store.get(id);
     // Another tenant's task is as unknown as a missing one.
-    if (!t || t.tenant_id !== tenantId) throw new GatewayError(2005, `No task ${id}.`);
+    if (!t || t.tenant_id !== tenantId) throw new GatewayError('resourceNotFound', `No task ${id}.`);
     const types = ['task.created', ...(t.status === 'completed' ? ['task.succeeded'] : t.status === 'failed' ? ['task.failed'] : [])];
     const events = await Promise.all(types.map(async (type) => {
       const id = eventId(t.id, type);

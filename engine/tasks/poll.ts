@@ -11,7 +11,7 @@ import { sameSecret } from '../util/secrets.ts';
 import type { TaskCancellation } from './cancel.ts';
 import { finished, type TaskEnding } from './ending.ts';
 import { JOBS, type LifecycleDeps, type LifecycleState } from './lifecycle-deps.ts';
-import { asGatewayError, mappedError, memberOf, readOptional, routeOf } from './provider.ts';
+import { asGatewayError, DescriptorDefect, descriptorExpression, mappedError, memberOf, readOptional, reportDefect, routeOf } from './provider.ts';
 import { readResult, taskPath } from './upstream-answers.ts';
 import { readsHttpStatus, UnsafePathError } from '../upstream/answer-paths.ts';
 import { ACTIVE, type TaskRecord, type TaskStatus } from './task.ts';
@@ -56,20 +56,20 @@ export class TaskPolling {
     let httpStatus: number | undefined;
     try {
       const member = memberOf(route, task);
-      if (!member) throw new GatewayError(3001, `The pool member ${JSON.stringify(task.upstream_member)} that accepted the task is no longer configured for ${route.vendor}.`);
+      if (!member) throw new GatewayError('upstreamUnavailable', `The pool member ${JSON.stringify(task.upstream_member)} that accepted the task is no longer configured for ${route.vendor}.`);
       path = taskPath(p.path, task);
       res = await route.pool.callMember(member, { method: p.method, path, traceparent: task.traceparent, stage: 'poll' });
       httpStatus = res.status;
       // A non-2xx answer whose status the status_map maps (fal's 202, a "not ready" 400) is an
       // answer; any other is a failed poll.
       if ((res.status < 200 || res.status > 299) && !(await mapsStatus(route, res))) {
-        const message = await readOptional(p.errorMessage, res.body, res.status);
+        const message = await readOptional(this.d.logger, route, 'poll.error_message', p.errorMessage, res.body, res.status);
         throw await mappedError(route, 'poll', { stage: 'poll', http_status: res.status, body: res.body, message });
       }
     } catch (err) {
       // A poll cut short by a shutdown is not the provider's failure: the job is run again.
       if (this.state.stopping) throw err;
-      if (err instanceof UnsafePathError) return this.ending.fail(task, new GatewayError(3003, `The task's poll path cannot be built from the provider's answer: ${err.message}.`));
+      if (err instanceof UnsafePathError) return this.ending.fail(task, new GatewayError('upstreamResponseError', `The task's poll path cannot be built from the provider's answer: ${err.message}.`));
       return this.pollFailed(task, route, asGatewayError(this.d.logger, route, err), n, next, { method: p.method, path, http_status: httpStatus });
     }
     const status = await this.applyAnswer(task, route, res.body, res.status, p.status, 'poll');
@@ -133,16 +133,27 @@ export class TaskPolling {
    * answer's HTTP status as $http_status.
    */
   private async applyAnswer(task: TaskRecord, route: AsyncRoutePlan, body: unknown, httpStatus: number, statusExpr: AsyncRoutePlan['poll']['status'], stage: 'poll' | 'callback'): Promise<TaskStatus | 'ended' | 'lost' | ResultRetry> {
+    try {
+      return await this.readAnswer(task, route, body, httpStatus, statusExpr, stage);
+    } catch (err) {
+      // The descriptor could not read the answer (4011): the task fails, not blamed on the provider.
+      if (!(err instanceof DescriptorDefect)) throw err;
+      reportDefect(this.d.logger, route, err, task.id);
+      return (await this.ending.failTask(task, err)) ? 'ended' : 'lost';
+    }
+  }
+
+  private async readAnswer(task: TaskRecord, route: AsyncRoutePlan, body: unknown, httpStatus: number, statusExpr: AsyncRoutePlan['poll']['status'], stage: 'poll' | 'callback'): Promise<TaskStatus | 'ended' | 'lost' | ResultRetry> {
     const p = route.poll;
-    const raw = await statusExpr.evaluate(body, { http_status: httpStatus }).catch(() => undefined);
+    const raw = await descriptorExpression(route, `${stage}.status`, () => statusExpr.evaluate(body, { http_status: httpStatus }));
     const status = p.statusMap[String(raw)];
     const ended = (failed: TaskRecord | boolean | undefined) => (failed ? 'ended' : 'lost');
     // A copy of the result files that failed is tried again at the next poll: the task goes on.
     const completed = (outcome: boolean | 'retry') => (outcome === 'retry' ? 'processing' : ended(outcome));
-    if (!status) return ended(await this.ending.failTask(task, new GatewayError(3003, `The provider reported an unknown task status ${JSON.stringify(raw ?? null)}.`)));
+    if (!status) return ended(await this.ending.failTask(task, new GatewayError('upstreamResponseError', `The provider reported an unknown task status ${JSON.stringify(raw ?? null)}.`)));
     if (status === 'failed') {
-      const message = await readOptional(p.errorMessage, body, httpStatus);
-      const code = await readOptional(p.errorCode, body, httpStatus);
+      const message = await readOptional(this.d.logger, route, 'poll.error_message', p.errorMessage, body, httpStatus);
+      const code = await readOptional(this.d.logger, route, 'poll.error_code', p.errorCode, body, httpStatus);
       return ended(await this.ending.failTask(task, await mappedError(route, stage, { stage: 'task', http_status: httpStatus, body, message: code && message ? `${message} (${code})` : message })));
     }
     if (status !== 'completed') return status;
@@ -154,15 +165,15 @@ export class TaskPolling {
       // (A push may come before the submit answer is recorded: no path yet, the polls fetch it.)
       call.path = taskPath(route.resultFetch.path, task);
       const member = memberOf(route, task);
-      if (!member) throw new GatewayError(3001, `The pool member ${JSON.stringify(task.upstream_member)} that accepted the task is no longer configured for ${route.vendor}.`);
+      if (!member) throw new GatewayError('upstreamUnavailable', `The pool member ${JSON.stringify(task.upstream_member)} that accepted the task is no longer configured for ${route.vendor}.`);
       res = await route.pool.callMember(member, { ...call, traceparent: task.traceparent, stage: 'result' });
     } catch (err) {
       if (this.state.stopping) throw err;
-      if (err instanceof UnsafePathError) return { retry: new GatewayError(3003, `The task's result path cannot be built: ${err.message}.`), call };
+      if (err instanceof UnsafePathError) return { retry: new GatewayError('upstreamResponseError', `The task's result path cannot be built: ${err.message}.`), call };
       return { retry: asGatewayError(this.d.logger, route, err), call };
     }
     if (res.status < 200 || res.status > 299) {
-      const message = await readOptional(p.errorMessage, res.body, res.status);
+      const message = await readOptional(this.d.logger, route, 'poll.error_message', p.errorMessage, res.body, res.status);
       this.d.logger.warn({ task_id: task.id, vendor: route.vendor, ...call, http_status: res.status }, 'the result request of a completed task was refused');
       return ended(await this.ending.failTask(task, await mappedError(route, 'result', { stage: 'result', http_status: res.status, body: res.body, message })));
     }

@@ -3,7 +3,6 @@
 // handlers (engine/http/data-plane.ts) only translate between these and the wire.
 import { ATTR_DB_OPERATION_NAME } from '@opentelemetry/semantic-conventions';
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
-import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { IdempotencyService } from '../idempotency/service.ts';
 import type { StoredResponse } from '../idempotency/store.ts';
@@ -98,11 +97,8 @@ export async function cancelTask(deps: TaskRequestDeps, auth: AuthContext, route
     if (outcome.cancelled) return taskResponse(outcome.task);
     task = outcome.task; // it finished (completion, failure, another cancel) while we asked
   }
-  const c = HTTP_ONLY.conflict;
   const how = task.error ? ` (${task.error.code} ${task.error.title})` : '';
-  throw new GatewayError(c.code, `Task ${id} is already ${task.status}${how}; only a pending or processing task can be cancelled.`, {
-    status: c.status,
-    title: c.title,
+  throw new GatewayError('conflict', `Task ${id} is already ${task.status}${how}; only a pending or processing task can be cancelled.`, {
     extensions: { task_info: taskInfo(task) },
   });
 }
@@ -110,9 +106,9 @@ export async function cancelTask(deps: TaskRequestDeps, auth: AuthContext, route
 /** The caller's own task, created on one of `routes`; anything else does not exist for it. */
 async function ownTask(deps: TaskRequestDeps, auth: AuthContext, routes: ReadonlySet<string>, id: string): Promise<TaskRecord> {
   if (!isUuid(id)) {
-    throw new GatewayError(2001, `task_id must be a UUID; got ${JSON.stringify(id.slice(0, 64))}.`, { errors: [{ pointer: '/task_id', detail: 'must be a UUID' }] });
+    throw new GatewayError('parameterValidationFailed', `task_id must be a UUID; got ${JSON.stringify(id.slice(0, 64))}.`, { errors: [{ pointer: '/task_id', detail: 'must be a UUID' }] });
   }
   const task = await (tracing ? traced('store tasks.get', () => deps.tasks.get(id), STORE_GET) : deps.tasks.get(id));
-  if (!task || task.tenant_id !== auth.tenantId || !routes.has(task.route)) throw new GatewayError(2005, `No task ${id}.`);
+  if (!task || task.tenant_id !== auth.tenantId || !routes.has(task.route)) throw new GatewayError('resourceNotFound', `No task ${id}.`);
   return task;
 }

@@ -22,7 +22,7 @@ import type { TaskCancellation } from './cancel.ts';
 import { eventData, eventId, type TaskEnding } from './ending.ts';
 import { JOBS, type LifecycleDeps, type LifecycleState } from './lifecycle-deps.ts';
 import { pollDelay } from './poll.ts';
-import { asGatewayError, countedError, mappedError, readOptional, routeOf } from './provider.ts';
+import { asGatewayError, countedError, DescriptorDefect, descriptorExpression, mappedError, readOptional, reportDefect, routeOf } from './provider.ts';
 import { TaskExistsError } from './store.ts';
 import { ACTIVE, taskInfo, type TaskRecord } from './task.ts';
 import { throttled } from '../log/throttle.ts';
@@ -85,7 +85,7 @@ export class TaskSubmission {
       // Refused, so nothing of it may stay: the task, if it was written before the failure (or
       // its reply lost), and the hold go, now or once the store answers again.
       this.withdraw(task);
-      throw isDependencyUnavailable(err) ? err : new GatewayError(4002, 'The task could not be stored.', { cause: err });
+      throw isDependencyUnavailable(err) ? err : new GatewayError('internalOperationFailed', 'The task could not be stored.', { cause: err });
     }
     // Submitted at once by the process that accepted the task (after the 202 is on its way), not
     // through a job: one job less per create. A submission lost with its process is re-driven by
@@ -183,7 +183,8 @@ export class TaskSubmission {
       // Cut short by a shutdown, or the store went away: not the provider's answer. The task
       // stays pending and is re-driven (the job's retry, or the sweep).
       if (this.state.stopping || isDependencyUnavailable(err)) throw err;
-      if (err instanceof MediaGoneError) return this.ending.fail(task, new GatewayError(4002, `The task could not be submitted: ${err.message}.`));
+      if (err instanceof MediaGoneError) return this.ending.fail(task, new GatewayError('internalOperationFailed', `The task could not be submitted: ${err.message}.`));
+      if (err instanceof DescriptorDefect) reportDefect(this.d.logger, route, err, task.id);
       return this.ending.fail(task, asGatewayError(this.d.logger, route, err));
     }
     const upstreamId = await this.acceptedId(task, route, sent.res);
@@ -212,7 +213,8 @@ export class TaskSubmission {
       return refs;
     } catch (err) {
       if (!(err instanceof GatewayError)) throw err;
-      this.d.logger.warn({ task_id: task.id, vendor: route.vendor, upstream_task_id: upstreamId, reason: err.detail }, 'the submit answer names a path the gateway refuses to call');
+      if (err instanceof DescriptorDefect) reportDefect(this.d.logger, route, err, task.id);
+      else this.d.logger.warn({ task_id: task.id, vendor: route.vendor, upstream_task_id: upstreamId, reason: err.detail }, 'the submit answer names a path the gateway refuses to call');
       await this.ending.fail(task, err);
       return undefined;
     }
@@ -234,7 +236,7 @@ export class TaskSubmission {
       return true;
     }
     this.d.logger.error(log, 'submission outcome unknown: the task fails with 4010 (the provider may have taken it)');
-    await this.ending.fail(task, new GatewayError(4010, 'The task was sent to the provider, but the gateway stopped before it recorded the answer, and the provider cannot recognise a second submission: the task was not sent again, and it is not billed.'));
+    await this.ending.fail(task, new GatewayError('submissionOutcomeUnknown', 'The task was sent to the provider, but the gateway stopped before it recorded the answer, and the provider cannot recognise a second submission: the task was not sent again, and it is not billed.'));
     return false;
   }
 
@@ -249,7 +251,7 @@ export class TaskSubmission {
     try {
       // Another process (or this one before a restart) may have received the upload.
       if (media.length && this.d.sharedMedia) media.push(...(await adoptMedia(this.d.sharedMedia, media)));
-      let body = await s.body.evaluate(task.request);
+      let body = await descriptorExpression(route, 'submit.body', () => s.body.evaluate(task.request));
       const callbackUrl = route.callback && task.callback_token ? `${this.d.publicBaseUrl}/callbacks/${task.id}/${task.callback_token}` : undefined;
       if (callbackUrl && route.callback?.urlField) body = withField(body, route.callback.urlField, callbackUrl);
       // Large media the request holds as blobs are spliced back into the serialised body.
@@ -275,23 +277,36 @@ export class TaskSubmission {
 
   /** The upstream task id of an accepted submission; undefined when the answer failed the task. */
   private async acceptedId(task: TaskRecord, route: AsyncRoutePlan, res: UpstreamResponse): Promise<string | undefined> {
+    try {
+      return await this.readAcceptance(task, route, res);
+    } catch (err) {
+      // The descriptor could not read the answer (4011): the task fails, not blamed on the provider.
+      if (!(err instanceof DescriptorDefect)) throw err;
+      reportDefect(this.d.logger, route, err, task.id);
+      await this.ending.fail(task, err);
+      return undefined;
+    }
+  }
+
+  private async readAcceptance(task: TaskRecord, route: AsyncRoutePlan, res: UpstreamResponse): Promise<string | undefined> {
     const s = route.submit;
+    const log = this.d.logger;
     if (res.status < 200 || res.status > 299) {
-      const message = await readOptional(s.errorMessage, res.body);
+      const message = await readOptional(log, route, 'submit.error_message', s.errorMessage, res.body);
       await this.ending.fail(task, await mappedError(route, 'submit', { stage: 'submit', http_status: res.status, body: res.body, message }));
       return undefined;
     }
-    if (s.accept && !(await s.accept.evaluate(res.body).catch(() => false))) {
+    if (s.accept && !(await descriptorExpression(route, 'submit.accept', () => s.accept!.evaluate(res.body)))) {
       // A 2xx that says "not accepted" inside: the provider refused this request (3002 unless mapped).
-      const message = await readOptional(s.errorMessage, res.body);
+      const message = await readOptional(log, route, 'submit.error_message', s.errorMessage, res.body);
       const facts: UpstreamErrorFacts = { stage: 'submit', http_status: res.status, body: res.body, message };
       const err = await mapUpstreamError(route.errorRules, facts);
-      await this.ending.fail(task, countedError(route, 'submit', err.code === 3003 ? new GatewayError(3002, err.detail) : err));
+      await this.ending.fail(task, countedError(route, 'submit', err.errorName === 'upstreamResponseError' ? new GatewayError('upstreamRequestFailed', err.detail) : err));
       return undefined;
     }
-    const upstreamId = await s.taskId.evaluate(res.body).catch(() => undefined);
+    const upstreamId = await descriptorExpression(route, 'submit.task_id', () => s.taskId.evaluate(res.body));
     if (typeof upstreamId !== 'string' && typeof upstreamId !== 'number') {
-      await this.ending.fail(task, new GatewayError(3003, 'The provider accepted the task but its answer carries no task id.'));
+      await this.ending.fail(task, new GatewayError('upstreamResponseError', 'The provider accepted the task but its answer carries no task id.'));
       return undefined;
     }
     return String(upstreamId);

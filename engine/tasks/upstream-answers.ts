@@ -6,6 +6,7 @@ import type { AsyncRoutePlan } from '../descriptors/compile.ts';
 import { resultFieldValue } from '../descriptors/result-fields.ts';
 import { buildTaskPath, pathUnderBase, UnsafePathError } from '../upstream/answer-paths.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
+import { descriptorExpression } from './provider.ts';
 import type { TaskRecord } from './task.ts';
 
 /** The path of a task's poll, result or cancel call (template with placeholders); throws UnsafePathError. */
@@ -22,12 +23,12 @@ export async function submitUrls(route: AsyncRoutePlan, body: unknown, baseUrl: 
   if (!route.submit.urls.length) return undefined;
   const out: Record<string, string> = {};
   for (const [name, expr] of route.submit.urls) {
-    const value = await expr.evaluate(body).catch(() => undefined);
+    const value = await descriptorExpression(route, `submit.urls.${name}`, () => expr.evaluate(body));
     try {
       out[name] = pathUnderBase(value, baseUrl, `its ${name} URL`);
     } catch (err) {
       if (!(err instanceof UnsafePathError)) throw err;
-      throw new GatewayError(3003, `The provider accepted the task but its answer cannot be used: ${err.message}.`);
+      throw new GatewayError('upstreamResponseError', `The provider accepted the task but its answer cannot be used: ${err.message}.`);
     }
   }
   return out;
@@ -40,7 +41,7 @@ export function checkTaskPaths(route: AsyncRoutePlan, task: Pick<TaskRecord, 'up
     for (const t of templates) taskPath(t, task);
   } catch (err) {
     if (!(err instanceof UnsafePathError)) throw err;
-    throw new GatewayError(3003, `The provider accepted the task but its answer cannot be used in a request path: ${err.message}.`);
+    throw new GatewayError('upstreamResponseError', `The provider accepted the task but its answer cannot be used in a request path: ${err.message}.`);
   }
 }
 
@@ -52,10 +53,10 @@ export function checkTaskPaths(route: AsyncRoutePlan, task: Pick<TaskRecord, 'up
 export async function readResult(route: AsyncRoutePlan, body: unknown, httpStatus: number, request: Record<string, unknown>): Promise<{ result: Record<string, unknown> } | { error: GatewayError }> {
   const result: Record<string, unknown> = {};
   for (const [name, expr, optional] of route.result) {
-    const raw = await expr.evaluate(body, { request, http_status: httpStatus }).catch(() => undefined);
+    const raw = await descriptorExpression(route, `result.${name}`, () => expr.evaluate(body, { request, http_status: httpStatus }));
     if (optional && (raw === undefined || raw === null)) continue;
     const read = resultFieldValue(name, raw);
-    if (!read.ok) return { error: new GatewayError(3003, `The provider reported success but its answer ${read.reason}.`) };
+    if (!read.ok) return { error: new GatewayError('upstreamResponseError', `The provider reported success but its answer ${read.reason}.`) };
     result[name] = read.value;
   }
   return { result };

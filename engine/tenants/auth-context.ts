@@ -22,6 +22,6 @@ export function hasScope(scopes: readonly string[], area: string, action: string
 
 export function requireScope(auth: AuthContext, area: string, action: string): void {
   if (!hasScope(auth.scopes, area, action)) {
-    throw new GatewayError(1002, `This API key lacks the scope ${area}:${action}.`);
+    throw new GatewayError('permissionDenied', `This API key lacks the scope ${area}:${action}.`);
   }
 }

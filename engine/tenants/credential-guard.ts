@@ -58,8 +58,8 @@ export class CredentialGuard {
     try {
       return await check();
     } catch (err) {
-      if (!(err instanceof GatewayError && err.code === 1001) || this.o.limit === 0) {
-        if (err instanceof GatewayError && err.code === 1001) authFailures.inc({ credential: kind, answer: '401' });
+      if (!(err instanceof GatewayError && err.errorName === 'authenticationFailed') || this.o.limit === 0) {
+        if (err instanceof GatewayError && err.errorName === 'authenticationFailed') authFailures.inc({ credential: kind, answer: '401' });
         throw err;
       }
       const n = Math.floor(now / this.o.windowMs);
@@ -77,7 +77,7 @@ export class CredentialGuard {
   private throttled(kind: CredentialKind, waitMs: number): GatewayError {
     authFailures.inc({ credential: kind, answer: '429' });
     const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-    return new GatewayError(1006, `Too many failed authentications from this address: at most ${this.o.limit} in ${Math.round(this.o.windowMs / 1000)} s. Retry after the time in Retry-After.`, {
+    return new GatewayError('tooManyFailedAuthentications', `Too many failed authentications from this address: at most ${this.o.limit} in ${Math.round(this.o.windowMs / 1000)} s. Retry after the time in Retry-After.`, {
       headers: { 'Retry-After': String(seconds) },
     });
   }

@@ -59,17 +59,17 @@ export class KeySelfService {
   async mint(auth: AuthContext, input: MintKeyInput): Promise<KeyView & { secret: string }> {
     const scopes = input.scopes ?? [...auth.scopes];
     scopes.forEach((s, i) => {
-      if (!covers(auth.scopes, s)) throw new GatewayError(1002, `A key cannot grant the scope ${s}, which it does not have itself.`, { errors: [{ pointer: `/scopes/${i}`, detail: 'wider than the calling key' }] });
+      if (!covers(auth.scopes, s)) throw new GatewayError('permissionDenied', `A key cannot grant the scope ${s}, which it does not have itself.`, { errors: [{ pointer: `/scopes/${i}`, detail: 'wider than the calling key' }] });
     });
     const mode = input.mode ?? auth.mode;
-    if (auth.mode === 'test' && mode === 'live') throw new GatewayError(1002, 'A test key cannot create a live key.', { errors: [{ pointer: '/mode', detail: 'live from a test key' }] });
+    if (auth.mode === 'test' && mode === 'live') throw new GatewayError('permissionDenied', 'A test key cannot create a live key.', { errors: [{ pointer: '/mode', detail: 'live from a test key' }] });
     let expiresAt = input.expires_at === undefined ? undefined : Date.parse(input.expires_at);
-    if (expiresAt !== undefined && expiresAt <= this.now()) throw new GatewayError(2003, 'expires_at must be in the future.', { errors: [{ pointer: '/expires_at', detail: 'in the past' }] });
+    if (expiresAt !== undefined && expiresAt <= this.now()) throw new GatewayError('invalidParameterValue', 'expires_at must be in the future.', { errors: [{ pointer: '/expires_at', detail: 'in the past' }] });
     // A temporary key would otherwise outlive itself through the keys it mints.
     const caller = await this.tenants.getKey(auth.keyId);
     const callerExpiry = caller?.expires_at === undefined ? undefined : Date.parse(caller.expires_at);
     if (callerExpiry !== undefined) {
-      if (expiresAt !== undefined && expiresAt > callerExpiry) throw new GatewayError(1002, `A temporary key cannot create a key that expires after it (${caller!.expires_at}).`, { errors: [{ pointer: '/expires_at', detail: 'after the calling key expires' }] });
+      if (expiresAt !== undefined && expiresAt > callerExpiry) throw new GatewayError('permissionDenied', `A temporary key cannot create a key that expires after it (${caller!.expires_at}).`, { errors: [{ pointer: '/expires_at', detail: 'after the calling key expires' }] });
       expiresAt ??= callerExpiry;
     }
     const { key, record } = await this.tenants.issueKey(auth.tenantId, { name: input.name, scopes, mode, ...(expiresAt === undefined ? {} : { expires_at: new Date(expiresAt).toISOString() }) });
@@ -79,7 +79,7 @@ export class KeySelfService {
   /** Revoke one of the tenant's keys; another tenant's key is unknown (404). */
   async revoke(auth: AuthContext, id: string): Promise<KeyView> {
     const k = await this.tenants.getKey(id);
-    if (!k || k.tenant_id !== auth.tenantId) throw new GatewayError(2005, `No API key ${id}.`);
+    if (!k || k.tenant_id !== auth.tenantId) throw new GatewayError('resourceNotFound', `No API key ${id}.`);
     return keyView(await this.tenants.revokeKey(id));
   }
 }

@@ -51,7 +51,7 @@ export class TenantService {
 
   async getTenant(id: string): Promise<TenantRecord> {
     const t = await this.store.getTenant(id);
-    if (!t) throw new GatewayError(2005, `No tenant ${id}.`);
+    if (!t) throw new GatewayError('resourceNotFound', `No tenant ${id}.`);
     return t;
   }
 
@@ -65,7 +65,7 @@ export class TenantService {
 
   async setLimits(id: string, limits: TenantLimitsInput | undefined): Promise<TenantRecord> {
     const t = await this.store.setTenantLimits(id, limits);
-    if (!t) throw new GatewayError(2005, `No tenant ${id}.`);
+    if (!t) throw new GatewayError('resourceNotFound', `No tenant ${id}.`);
     return t;
   }
 
@@ -75,7 +75,7 @@ export class TenantService {
     const mode = opts.mode ?? 'live';
     const key = opts.secret ?? `gw_${mode}_${randomBase62(40)}`;
     if (opts.expires_at !== undefined && Number.isNaN(Date.parse(opts.expires_at))) {
-      throw new GatewayError(2001, 'expires_at must be an ISO 8601 date-time.', { errors: [{ pointer: '/expires_at', detail: 'must be an ISO 8601 date-time' }] });
+      throw new GatewayError('parameterValidationFailed', 'expires_at must be an ISO 8601 date-time.', { errors: [{ pointer: '/expires_at', detail: 'must be an ISO 8601 date-time' }] });
     }
     const record: ApiKeyRecord = {
       id: prefixedId('key_', 20),
@@ -98,7 +98,7 @@ export class TenantService {
 
   async revokeKey(id: string): Promise<ApiKeyRecord> {
     const k = await this.store.revokeKey(id, isoNow(this.clock));
-    if (!k) throw new GatewayError(2005, `No API key ${id}.`);
+    if (!k) throw new GatewayError('resourceNotFound', `No API key ${id}.`);
     return k;
   }
 
@@ -114,8 +114,8 @@ export class TenantService {
 
   private async authenticateKey(header: string | undefined): Promise<AuthContext> {
     const m = header ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
-    if (!header) throw new GatewayError(1001, 'Missing API key: send Authorization: Bearer <API_KEY>.', { headers: { 'WWW-Authenticate': 'Bearer' } });
-    if (!m) throw new GatewayError(1001, 'Malformed Authorization header: expected Bearer <API_KEY>.', { headers: { 'WWW-Authenticate': 'Bearer' } });
+    if (!header) throw new GatewayError('authenticationFailed', 'Missing API key: send Authorization: Bearer <API_KEY>.', { headers: { 'WWW-Authenticate': 'Bearer' } });
+    if (!m) throw new GatewayError('authenticationFailed', 'Malformed Authorization header: expected Bearer <API_KEY>.', { headers: { 'WWW-Authenticate': 'Bearer' } });
     return this.authenticateSecret(m[1]!);
   }
 
@@ -134,14 +134,14 @@ export class TenantService {
   }
 
   private async usable(key: ApiKeyRecord | undefined): Promise<AuthContext> {
-    const invalid = (why: string) => new GatewayError(1001, why, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
+    const invalid = (why: string) => new GatewayError('authenticationFailed', why, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
     if (!key) throw invalid('Invalid API key.');
     if (key.revoked_at) throw invalid('This API key has been revoked.');
     if (key.expires_at && Date.parse(key.expires_at) <= this.clock.now()) throw invalid('This API key has expired.');
     const tenant = await this.store.getTenant(key.tenant_id);
     if (!tenant || tenant.disabled) throw invalid('Invalid API key.');
     if (tenant.requires_live && (key.mode !== 'live' || key.expires_at)) {
-      throw new GatewayError(1002, 'This tenant accepts only production keys; test and temporary keys are refused.');
+      throw new GatewayError('permissionDenied', 'This tenant accepts only production keys; test and temporary keys are refused.');
     }
     return { tenantId: key.tenant_id, keyId: key.id, scopes: key.scopes, mode: key.mode };
   }

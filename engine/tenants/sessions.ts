@@ -52,7 +52,7 @@ export interface ConsoleSessionsOptions {
 const sha256 = (s: string): Buffer => createHash('sha256').update(s).digest();
 const hashOf = (id: string): string => sha256(id).toString('hex');
 
-const unauthenticated = (why: string) => new GatewayError(1001, why, { headers: { 'WWW-Authenticate': 'Bearer' } });
+const unauthenticated = (why: string) => new GatewayError('authenticationFailed', why, { headers: { 'WWW-Authenticate': 'Bearer' } });
 
 export class ConsoleSessions {
   private readonly o: ConsoleSessionsOptions;
@@ -66,7 +66,7 @@ export class ConsoleSessions {
   /** Sign in with an API key that has console:read; 401 for an unusable key, 403 without the scope. */
   async signIn(apiKey: string, client?: string): Promise<{ session: OpenedSession; view: SessionView }> {
     const auth = await this.o.tenants.guarded(client, 'console_sign_in', () => this.o.tenants.authenticateSecret(apiKey));
-    if (!hasScope(auth.scopes, 'console', 'read')) throw new GatewayError(1002, 'This API key lacks the scope console:read the console needs.');
+    if (!hasScope(auth.scopes, 'console', 'read')) throw new GatewayError('permissionDenied', 'This API key lacks the scope console:read the console needs.');
     const session = await this.open('tenant', `key:${auth.keyId}`, auth);
     return { session, view: view(auth, session.expiresAt) };
   }
@@ -104,8 +104,8 @@ export class ConsoleSessions {
       try {
         auth = await this.o.tenants.keyContext(record.key_id!);
       } catch (err) {
-        if (err instanceof GatewayError && err.code === 1001) await this.o.store.delete(record);
-        throw err instanceof GatewayError && err.code === 1001 ? unauthenticated(`The session's API key is no longer usable: ${err.detail}`) : err;
+        if (err instanceof GatewayError && err.errorName === 'authenticationFailed') await this.o.store.delete(record);
+        throw err instanceof GatewayError && err.errorName === 'authenticationFailed' ? unauthenticated(`The session's API key is no longer usable: ${err.detail}`) : err;
       }
     }
     // Sliding, but written at most once per SLIDE interval: most requests only read.

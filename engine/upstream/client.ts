@@ -151,7 +151,7 @@ export class UpstreamClient {
     } catch {
       // A non-JSON error page is still an HTTP answer the error mapping can classify.
       if (res.statusCode >= 400) return { status: res.statusCode, body: undefined };
-      throw new UpstreamFailure(3003, `The provider's ${c.stage} answer is not JSON.`, c.stage);
+      throw new UpstreamFailure('upstreamResponseError', `The provider's ${c.stage} answer is not JSON.`, c.stage);
     }
   }
 }
@@ -163,7 +163,7 @@ async function readLimited(body: Dispatcher.ResponseData['body'], limit: number)
     size += (chunk as Buffer).length;
     if (size > limit) {
       body.destroy();
-      throw new UpstreamFailure(3003, 'The provider answer is too large.', 'poll');
+      throw new UpstreamFailure('upstreamResponseError', 'The provider answer is too large.', 'poll');
     }
     chunks.push(chunk as Buffer);
   }

@@ -1,6 +1,7 @@
 // Upstream trouble, and the one function that maps it onto the service codes 3001–3005.
 // Descriptors may override the mapping with `errors:` entries (first match wins), evaluated on
 // {stage, http_status, body}; what no entry matches falls to the defaults below.
+import { CATALOGUE, type ErrorName } from '../errors/catalogue.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { CompiledExpr } from '../util/expr.ts';
 
@@ -8,23 +9,37 @@ import type { CompiledExpr } from '../util/expr.ts';
 /** `result` is upstream.result, the second request that fetches a completed task's output. */
 export type UpstreamStage = 'submit' | 'poll' | 'task' | 'cancel' | 'result';
 
-/** A failure to get a usable answer at all: network, timeout, unparseable body. */
+/** How a call can fail to get a usable answer at all. */
+export type UpstreamFailureName = 'upstreamUnavailable' | 'upstreamResponseError' | 'upstreamTimeout';
+
+/** A failure to get a usable answer at all: network (3001), unparseable body (3003), timeout (3004). */
 export class UpstreamFailure extends Error {
-  readonly code: number;
+  readonly error: UpstreamFailureName;
   readonly stage: UpstreamStage;
-  constructor(code: number, message: string, stage: UpstreamStage) {
+  constructor(error: UpstreamFailureName, message: string, stage: UpstreamStage) {
     super(message);
     this.name = 'UpstreamFailure';
-    this.code = code;
+    this.error = error;
     this.stage = stage;
+  }
+
+  /** The service code (metrics' label). */
+  get code(): number {
+    return CATALOGUE[this.error].code;
+  }
+
+  /** The failure as the client sees it: its own code, with `detail` (its message unless told). */
+  toGatewayError(detail = this.message): GatewayError {
+    return new GatewayError(this.error, detail);
   }
 }
 
 export interface CompiledErrorRule {
   when: CompiledExpr;
-  code: number;
+  error: ErrorName;
   detail?: CompiledExpr;
 }
+
 
 export interface UpstreamErrorFacts {
   stage: UpstreamStage;
@@ -39,14 +54,14 @@ export interface UpstreamErrorFacts {
  * 3004 timeout); another 4xx → 3002 (the provider refused this request); an accepted task the
  * provider reports as failed → 3005.
  */
-export function defaultUpstreamCode(f: UpstreamErrorFacts): number {
-  if (f.stage === 'task') return 3005;
+export function defaultUpstreamError(f: UpstreamErrorFacts): ErrorName {
+  if (f.stage === 'task') return 'upstreamExecutionFailed';
   const s = f.http_status;
-  if (s === undefined) return 3003;
-  if (s === 504) return 3004;
-  if (s >= 500 || s === 429 || s === 408) return 3001;
-  if (s >= 400) return 3002;
-  return 3003;
+  if (s === undefined) return 'upstreamResponseError';
+  if (s === 504) return 'upstreamTimeout';
+  if (s >= 500 || s === 429 || s === 408) return 'upstreamUnavailable';
+  if (s >= 400) return 'upstreamRequestFailed';
+  return 'upstreamResponseError';
 }
 
 export async function mapUpstreamError(rules: readonly CompiledErrorRule[], f: UpstreamErrorFacts): Promise<GatewayError> {
@@ -59,10 +74,10 @@ export async function mapUpstreamError(rules: readonly CompiledErrorRule[], f: U
     }
     if (matched) {
       const detail = rule.detail ? String((await rule.detail.evaluate(f).catch(() => undefined)) ?? '') : '';
-      return new GatewayError(rule.code, detail || describe(f));
+      return new GatewayError(rule.error, detail || describe(f));
     }
   }
-  return new GatewayError(defaultUpstreamCode(f), describe(f));
+  return new GatewayError(defaultUpstreamError(f), describe(f));
 }
 
 function describe(f: UpstreamErrorFacts): string {

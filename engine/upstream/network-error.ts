@@ -8,7 +8,7 @@ import { UpstreamFailure, type UpstreamStage } from './failure.ts';
 /** The upstream did not answer (connect, headers or body) within its timeout: 3004. */
 export class UpstreamTimeout extends UpstreamFailure {
   constructor(stage: UpstreamStage) {
-    super(3004, 'The provider did not answer in time.', stage);
+    super('upstreamTimeout', 'The provider did not answer in time.', stage);
     this.name = 'UpstreamTimeout';
   }
 }
@@ -18,7 +18,7 @@ export class UpstreamUnreachable extends UpstreamFailure {
   /** The system or undici error code (ECONNREFUSED, UND_ERR_SOCKET, ...), when there was one. */
   readonly networkCode: string | undefined;
   constructor(stage: UpstreamStage, code: string | undefined) {
-    super(3001, `The provider could not be reached (${code || 'connection failed'}).`, stage);
+    super('upstreamUnavailable', `The provider could not be reached (${code || 'connection failed'}).`, stage);
     this.name = 'UpstreamUnreachable';
     this.networkCode = code;
   }

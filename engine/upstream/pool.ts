@@ -44,8 +44,8 @@ export function statusReason(status: number): FailureReason | undefined {
  */
 export function failureReason(err: unknown): FailureReason | undefined {
   if (!(err instanceof UpstreamFailure) || failedAfterAnswer(err)) return undefined;
-  if (err.code === 3001) return 'connect';
-  if (err.code === 3004) return 'timeout';
+  if (err.error === 'upstreamUnavailable') return 'connect';
+  if (err.error === 'upstreamTimeout') return 'timeout';
   return undefined;
 }
 

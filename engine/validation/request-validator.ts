@@ -9,6 +9,7 @@
 // failures are reported together.
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject } from 'ajv';
+import { errorNamed } from '../errors/catalogue.ts';
 import { GatewayError, type FieldError } from '../errors/gateway-error.ts';
 import { compileExpr, type CompiledExpr } from '../util/expr.ts';
 import { applyRewrite, checkMedia, type MediaRule, type MediaVerdict } from '../media/checks.ts';
@@ -72,7 +73,7 @@ export function compileRouteValidator(ajv: Ajv2020, schemaId: string, checks: Re
 
   return async (body) => {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-      throw new GatewayError(2001, 'The request body must be a JSON object.', { errors: [{ pointer: '', detail: 'must be a JSON object', code: 2001 }] });
+      throw new GatewayError('parameterValidationFailed', 'The request body must be a JSON object.', { errors: [{ pointer: '', detail: 'must be a JSON object', code: 2001 }] });
     }
     for (const n of normalise) {
       for (const hit of resolvePointer(body, n.segments)) if (typeof hit.value === 'string') hit.set(n.fn(hit.value));
@@ -117,7 +118,7 @@ export function validationError(errors: FieldError[]): GatewayError {
   const code = primaryCode(errors.map((e) => e.code ?? 2001));
   const first = errors.find((e) => e.code === code) ?? errors[0]!;
   const more = errors.length > 1 ? ` (and ${errors.length - 1} more problem${errors.length > 2 ? 's' : ''}, see errors)` : '';
-  return new GatewayError(code, `${first.detail}${more}`, { errors });
+  return new GatewayError(errorNamed(code), `${first.detail}${more}`, { errors });
 }
 
 function fieldErrors(errors: readonly ErrorObject[]): FieldError[] {

@@ -21,7 +21,7 @@ export class WebhookDeliveries {
   }
 
   async listForEndpoint(tenantId: string, endpointId: string, page: PageRequest): Promise<Page<DeliveryView>> {
-    if (!(await this.store.getEndpoint(tenantId, endpointId))) throw new GatewayError(2005, `No webhook endpoint ${endpointId}.`);
+    if (!(await this.store.getEndpoint(tenantId, endpointId))) throw new GatewayError('resourceNotFound', `No webhook endpoint ${endpointId}.`);
     return viewPage(await this.store.listDeliveriesByEndpoint(tenantId, endpointId, page));
   }
 
@@ -31,7 +31,7 @@ export class WebhookDeliveries {
 
   async get(tenantId: string, deliveryId: string): Promise<DeliveryDetailView> {
     const d = await this.store.getDelivery(deliveryId);
-    if (!d || d.tenant_id !== tenantId) throw new GatewayError(2005, `No webhook delivery ${deliveryId}.`);
+    if (!d || d.tenant_id !== tenantId) throw new GatewayError('resourceNotFound', `No webhook delivery ${deliveryId}.`);
     return deliveryDetailView(d, await this.store.listAttempts(deliveryId));
   }
 

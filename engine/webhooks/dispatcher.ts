@@ -18,7 +18,6 @@ import type { JobScheduler } from '../jobs/scheduler.ts';
 import { isoNow, type Clock } from '../util/clock.ts';
 import { prefixedId } from '../util/ids.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
-import { HTTP_ONLY } from '../errors/catalogue.ts';
 import { maxAttempts, scaled, type WebhookConfig } from './config.ts';
 import { serializeEvent } from './payload.ts';
 import { buildTestEvent } from './test-event.ts';
@@ -112,7 +111,7 @@ export class WebhookDispatcher {
   /** Start a new attempt series (same delivery id, same body) for a finished delivery. */
   async resend(tenantId: string, deliveryId: string): Promise<DeliveryRecord> {
     const current = await this.store.getDelivery(deliveryId);
-    if (!current || current.tenant_id !== tenantId) throw new GatewayError(2005, `No webhook delivery ${deliveryId}.`);
+    if (!current || current.tenant_id !== tenantId) throw new GatewayError('resourceNotFound', `No webhook delivery ${deliveryId}.`);
     const endpoint = await this.store.getEndpoint(tenantId, current.endpoint_id);
     if (!endpoint) throw conflict(`The endpoint ${current.endpoint_id} of this delivery was deleted.`);
     if (!endpoint.enabled) throw disabledConflict(endpoint);
@@ -322,8 +321,7 @@ function endAttemptSpan(span: Span, result: SendResult): void {
 }
 
 function conflict(detail: string): GatewayError {
-  const c = HTTP_ONLY.conflict;
-  return new GatewayError(c.code, detail, { status: c.status, title: c.title });
+  return new GatewayError('conflict', detail);
 }
 
 function disabledConflict(endpoint: EndpointRecord): GatewayError {

@@ -136,5 +136,5 @@ function preview(secret: string): string {
 }
 
 function notFound(id: string): GatewayError {
-  return new GatewayError(2005, `No webhook endpoint ${id}.`);
+  return new GatewayError('resourceNotFound', `No webhook endpoint ${id}.`);
 }

@@ -1,6 +1,7 @@
 // Validation of endpoint create/update bodies, table-driven by field. Every problem becomes a
 // FieldError with its own code; the error thrown carries the most basic code found:
 // 2002 (missing) before 2001 (wrong type/format/enum) before 2003 (rejected value).
+import { errorNamed } from '../errors/catalogue.ts';
 import { GatewayError, type FieldError } from '../errors/gateway-error.ts';
 import { EVENT_TYPES, type EventType } from '../events/bus.ts';
 
@@ -91,7 +92,7 @@ export function fail(errors: FieldError[]): GatewayError {
   const rank = (code: number | undefined) => [2002, 2001, 2003].indexOf(code ?? 2001);
   const lead = [...errors].sort((a, b) => rank(a.code) - rank(b.code))[0]!;
   const detail = errors.length === 1 ? lead.detail : `${lead.detail} (${errors.length} problems; see errors)`;
-  return new GatewayError(lead.code ?? 2001, detail, { errors });
+  return new GatewayError(errorNamed(lead.code ?? 2001), detail, { errors });
 }
 
 /** RFC 6901 escaping of one pointer segment. */

@@ -141,7 +141,7 @@ describe('idempotency', () => {
     const e = await failure(
       svc.run(req('k1'), async () => {
         runs++;
-        throw new GatewayError(1003, 'Insufficient balance.');
+        throw new GatewayError('insufficientBalance', 'Insufficient balance.');
       }),
     );
     expect(e.code).to.equal(1003);
@@ -159,7 +159,7 @@ describe('idempotency', () => {
   it('store away: the claim of a refused request is released once the store answers, and an unrecorded success is undone', async () => {
     // A store that is away until `down` is cleared: every call fails as the Redis adapters do.
     let down = false;
-    const away = () => new GatewayError(4003, 'Unavailable now: the store.');
+    const away = () => new GatewayError('dependencyUnavailable', 'Unavailable now: the store.');
     const flaky = new Proxy(store, {
       get: (target, name, receiver) => {
         const v = Reflect.get(target, name, receiver);

@@ -33,7 +33,7 @@ describe('upstream network errors', () => {
   });
 
   it('an UpstreamFailure the caller aborted with stays as it is', () => {
-    const tooLarge = new UpstreamFailure(3003, 'The provider answer is too large.', 'submit');
+    const tooLarge = new UpstreamFailure('upstreamResponseError', 'The provider answer is too large.', 'submit');
     expect(classifyNetworkError(tooLarge, 'submit')).to.equal(tooLarge);
   });
 });
