@@ -5,7 +5,7 @@
 import { CATALOGUE, errorNamed, type ErrorName } from '../errors/catalogue.ts';
 import type { JsonObject } from '../validation/json-schema.ts';
 
-const COMPONENT = '#/components/schemas/';
+export const COMPONENT = '#/components/schemas/';
 
 /** A problem response that can carry the given catalogue entries (sorted, one line each). */
 export function problem(errors: readonly ErrorName[], what: string): JsonObject {

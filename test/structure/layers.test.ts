@@ -41,8 +41,11 @@
 //   (f) a port or the ground floor importing a layer above it (ports may use other ports and the
 //       ground floor, the ground floor only itself);
 //   (0) a folder that is in no layer (a new folder is placed here before it is judged).
+// And, from each file's syntax tree, on rooms too big to read (see "Room sizes" below).
+import { parse } from 'acorn';
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
+import { stripTypeScriptTypes } from 'node:module';
 import { dirname, join, posix, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -185,6 +188,106 @@ describe('engine layers (import graph)', () => {
   it('has no folder cycle, no service → http, no compiler → service, no adapter → non-port', () => {
     const found = violations();
     if (found.length > 0) console.log(`\n  layer violations (${found.length}):\n  ${found.join('\n  ')}\n`);
+    expect(found, found.join('\n')).to.deep.equal([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Room sizes, read from each file's syntax tree (its types stripped by node, which keeps every
+// line where it was, then parsed by acorn):
+//   (g) no engine file over MAX_FILE_LINES lines;
+//   (h) no function (declaration, expression, arrow, method) over MAX_FUNCTION_LINES lines, from
+//       its first line to its last, but for the debts listed in LONG_FUNCTIONS, which may only shrink;
+//   (i) no GatewayError made with a bare number: errors are named from the catalogue
+//       (engine/errors/catalogue.ts), `new GatewayError('resourceNotFound', …)`.
+
+const MAX_FILE_LINES = 400;
+const MAX_FUNCTION_LINES = 80;
+
+/**
+ * Functions still over MAX_FUNCTION_LINES, each at most the lines it has now: a debt listed to be
+ * paid, not a licence. One that grows fails, a new one fails, and an entry whose function is back
+ * under the limit (or gone) fails until it is struck from this list.
+ */
+const LONG_FUNCTIONS: Readonly<Record<string, number>> = {
+  'billing/invariant.ts checkLedger': 90,
+  'cli/admin-client.ts adminCommand': 101,
+  'cluster/primary.ts runPrimary': 117,
+  'descriptors/async-route.ts compileAsyncRoute': 87,
+  'descriptors/proxy-route.ts compileProxyRoute': 116,
+  'docs/console-openapi.ts consolePaths': 95,
+  'docs/console-openapi.ts consoleSchemas': 96,
+  'gateway.ts startGateway': 263,
+  'tooling/diff.ts diffRoute': 90,
+  'tooling/scaffold.ts asyncFiles': 99,
+  'tooling/scaffold.ts proxyFiles': 103,
+  'tooling/schema-diff.ts compare': 118,
+};
+
+interface SyntaxNode {
+  type: string;
+  loc: { start: { line: number }; end: { line: number } };
+  [key: string]: unknown;
+}
+
+function syntaxOf(file: string): SyntaxNode {
+  const js = stripTypeScriptTypes(readFileSync(join(ENGINE, file), 'utf8'), { mode: 'strip' });
+  return parse(js, { ecmaVersion: 'latest', sourceType: 'module', locations: true }) as unknown as SyntaxNode;
+}
+
+function visitNodes(node: unknown, visit: (n: SyntaxNode) => void): void {
+  if (Array.isArray(node)) {
+    for (const n of node) visitNodes(n, visit);
+    return;
+  }
+  if (!node || typeof node !== 'object' || typeof (node as SyntaxNode).type !== 'string') return;
+  visit(node as SyntaxNode);
+  for (const [k, v] of Object.entries(node)) if (k !== 'loc' && v && typeof v === 'object') visitNodes(v, visit);
+}
+
+const FUNCTIONS = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFunctionExpression']);
+
+function sizeViolations(): string[] {
+  const found: string[] = [];
+  const listed = new Set(Object.keys(LONG_FUNCTIONS));
+  for (const file of engineFiles()) {
+    const text = readFileSync(join(ENGINE, file), 'utf8');
+    const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+    if (lines > MAX_FILE_LINES) found.push(`(g) engine/${file} has ${lines} lines (at most ${MAX_FILE_LINES})`);
+    visitNodes(syntaxOf(file), (n) => {
+      const span = n.loc.end.line - n.loc.start.line + 1;
+      if (FUNCTIONS.has(n.type) && span > MAX_FUNCTION_LINES) {
+        const name = (n.id as { name?: string } | null)?.name ?? 'a function';
+        const known = LONG_FUNCTIONS[`${file} ${name}`];
+        listed.delete(`${file} ${name}`);
+        if (known === undefined || span > known) found.push(`(h) engine/${file}:${n.loc.start.line} ${name} has ${span} lines (at most ${known ?? MAX_FUNCTION_LINES})`);
+      }
+      if (n.type === 'NewExpression' && (n.callee as { name?: string }).name === 'GatewayError') {
+        const first = (n.arguments as Array<{ type: string; value?: unknown }>)[0];
+        if (first?.type === 'Literal' && typeof first.value === 'number') found.push(`(i) engine/${file}:${n.loc.start.line} new GatewayError(${first.value}, …): name the catalogue entry`);
+      }
+    });
+  }
+  for (const stale of listed) found.push(`(h) ${stale} is listed in LONG_FUNCTIONS but no longer over ${MAX_FUNCTION_LINES} lines: strike it`);
+  return found;
+}
+
+describe('engine rooms (syntax trees)', () => {
+  it('reads the functions it is meant to judge', () => {
+    // Guards the reader: a parse that found nothing would pass everything.
+    let functions = 0;
+    let errors = 0;
+    visitNodes(syntaxOf('tasks/poll.ts'), (n) => {
+      if (FUNCTIONS.has(n.type)) functions++;
+      if (n.type === 'NewExpression' && (n.callee as { name?: string }).name === 'GatewayError') errors++;
+    });
+    expect(functions).to.be.greaterThan(5);
+    expect(errors).to.be.greaterThan(0);
+  });
+
+  it(`has no file over ${MAX_FILE_LINES} lines, no function over ${MAX_FUNCTION_LINES} lines, no GatewayError with a bare number`, () => {
+    const found = sizeViolations();
+    if (found.length > 0) console.log(`\n  room violations (${found.length}):\n  ${found.join('\n  ')}\n`);
     expect(found, found.join('\n')).to.deep.equal([]);
   });
 });
