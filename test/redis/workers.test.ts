@@ -55,10 +55,10 @@ interface Cluster {
   exited: Promise<number | null>;
 }
 
-async function startCluster(config: string, workers: string, env: Record<string, string> = {}): Promise<Cluster> {
+async function startCluster(config: string, workers: string, args: string[] = []): Promise<Cluster> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [join(ROOT, 'engine/cli/main.ts'), 'serve', '--config', config, '--workers', workers], {
-    cwd: ROOT, env: { ...process.env, PORT: String(port), ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  const proc = spawn(process.execPath, [join(ROOT, 'engine/cli/main.ts'), 'serve', '--config', config, '--workers', workers, ...args], {
+    cwd: ROOT, env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
@@ -119,6 +119,23 @@ describe('serve --workers 2 over Redis', function () {
     const r = await runToExit(config, 'auto', { GATEWAY_STORE: 'memory' });
     expect(r.code).to.equal(2);
     expect(r.out.trim().split('\n')).to.deep.equal(['gateway: --workers needs the redis store (the memory store lives inside one process): set store.kind: redis, or GATEWAY_STORE=redis and REDIS_URL']);
+  });
+
+  it('combines with --role: two job workers, no HTTP, one metrics endpoint', async () => {
+    const config = writeConfig({ redisUrl: redis.url, prefix: 'wk-role', upstreamUrl: images.url });
+    const jobs = await startCluster(config, '2', ['--role', 'worker']);
+    try {
+      // Worker lines are flushed every 10 ms: they may follow the primary's.
+      const running = await until('both workers\' lines', async () => {
+        const found = lines(jobs.output()).filter((l) => l.msg === 'gateway worker running');
+        return found.length === 2 ? found : undefined;
+      });
+      expect(running.map((l) => [l.worker, l.role]).sort()).to.deep.equal([[1, 'worker'], [2, 'worker']]);
+      expect(metricValue(await (await fetch(jobs.metricsUrl)).text(), 'gateway_cluster_workers', { state: 'ready' })).to.equal(2);
+    } finally {
+      jobs.proc.kill('SIGTERM');
+      expect(await jobs.exited, jobs.output().slice(-2000)).to.equal(0);
+    }
   });
 
   it('stops with exit 1 when a worker cannot start (the port is taken), instead of restarting it for ever', async () => {
