@@ -212,7 +212,6 @@ const MAX_FUNCTION_LINES = 80;
 const LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'billing/invariant.ts checkLedger': 90,
   'cli/admin-client.ts adminCommand': 101,
-  'cluster/primary.ts runPrimary': 117,
   'descriptors/async-route.ts compileAsyncRoute': 87,
   'descriptors/proxy-route.ts compileProxyRoute': 116,
   'docs/console-openapi.ts consolePaths': 95,
