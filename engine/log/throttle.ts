@@ -4,9 +4,10 @@
 // one line an operator needs. Occurrences are grouped by level, message and the error's kind
 // (its service code, Redis error code or class name), so a different failure still gets its
 // own line at once. The first occurrence is written at once; later ones within the interval are
-// counted, and the count goes out with the next line of the group (`repeated`: how many were
-// held back since the last line, `repeated_ms`: over how long), or on its own once the interval
-// has passed and no new occurrence came to carry it. Used by every site that logs per job or per
+// counted, and the count goes out with the next line of the group, or with the newest held
+// occurrence once the interval has passed and no new one came (`repeated`: how many more
+// occurred since the group's previous line than the line itself; `repeated_ms`: over how long).
+// So lines plus their `repeated` are every occurrence. Used by every site that logs per job or per
 // request on a failure of the store or of a dependency.
 import type { Logger } from 'pino';
 
@@ -75,7 +76,11 @@ export class ThrottledLog {
     if (!g) return;
     if (g.timer) clearTimeout(g.timer);
     g.timer = undefined;
-    if (g.held > 0) this.write(level, msg, g, g.fields ?? {}, Date.now());
+    // The newest held occurrence is the line itself: the others are its count.
+    if (g.held > 0) {
+      g.held--;
+      this.write(level, msg, g, g.fields ?? {}, Date.now());
+    }
   }
 
   private write(level: Level, msg: string, g: Group, fields: Record<string, unknown>, now: number): void {
