@@ -13,10 +13,12 @@ const TASK_ERRORS: readonly ErrorName[] = ['upstreamUnavailable', 'upstreamReque
 export function taskResponseSchema(routes: readonly RouteSpec[]): JsonObject {
   const props: JsonObject = { task_info: { $ref: `${COMPONENT}task_info` } };
   for (const r of routes) {
-    for (const field of Object.keys(r.result ?? {})) {
+    for (const [field, spec] of Object.entries(r.result ?? {})) {
+      // A field the descriptor marks optional may be absent from a completed task too.
+      const when = typeof spec === 'object' && spec.optional ? 'present when the task is completed and the provider returned it' : 'present when the task is completed';
       props[field] = URL_LIST_FIELDS.has(field)
-        ? { type: 'array', items: { type: 'string', format: 'uri' }, description: `Result URLs, present when the task is completed: files on the gateway's result host while the result store is on (they open until results_expire_at, then answer 410).` }
-        : { type: 'array', description: 'Result field, present when the task is completed.' };
+        ? { type: 'array', items: { type: 'string', format: 'uri' }, description: `Result URLs, ${when}: files on the gateway's result host while the result store is on (they open until results_expire_at, then answer 410).` }
+        : { type: 'array', description: `Result field, ${when}.` };
     }
   }
   props.results_expire_at = { type: 'string', format: 'date-time', description: 'When the result files stop opening (the result store\'s retention); present on a completed task while the result store is on.' };

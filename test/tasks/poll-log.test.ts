@@ -70,5 +70,7 @@ describe('a poll path the provider does not know is logged with its path and sta
     const fal = doc.paths['/vendors/qfal/v1/image/{task_id}/cancel']!.post!;
     expect(fal.responses['409']!['x-error-codes']).to.deep.equal([2000]);
     expect(fal.description).to.contain('the provider is asked once to stop the task');
+    const falTask = (doc as unknown as { components: { schemas: Record<string, { properties: Record<string, { description: string }> }> } }).components.schemas.qfal_image_task!;
+    expect(falTask.properties.seed!.description).to.equal('Result field, present when the task is completed and the provider returned it.');
   });
 });
