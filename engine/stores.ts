@@ -2,12 +2,10 @@
 // default) or `redis` (any number of processes sharing one Redis; jobs on BullMQ).
 import type { BreakerStore } from './upstream/breaker-store.ts';
 import { MemoryBreakerStore } from './store/memory/breakers.ts';
-import { RedisBreakerStore } from './store/redis/breakers.ts';
 import type { GatewayConfig } from './config/types.ts';
 import type { WalletStore } from './billing/store.ts';
 import type { IdempotencyStore } from './idempotency/store.ts';
 import type { SharedMediaStore } from './media/shared.ts';
-import { BullJobScheduler } from './jobs/bullmq-scheduler.ts';
 import { MemoryJobScheduler, type JobErrorReporter, type JobScheduler } from './jobs/scheduler.ts';
 import type { RateCountersFactory } from './limits/store.ts';
 import type { LimitsStore } from './limits/store.ts';
@@ -27,10 +25,6 @@ import { within } from './util/within.ts';
 import type { ResultBackend } from './results/store.ts';
 import { LocalResultFiles } from './store/files/result-files.ts';
 import { S3ResultObjects } from './store/s3/result-objects.ts';
-import { failFastClient, jobWorkerCluster, pingAll, probeWrites } from './store/redis/client.ts';
-import {
-  RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisSessionStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateCounters,
-} from './store/redis/index.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -65,7 +59,7 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
     if (role !== 'all') throw new Error(`--role ${role} needs store.kind redis: with the memory store one process does everything`);
     const scheduler = new MemoryJobScheduler(onJobError);
     return {
-      tasks: new MemoryTaskStore({ finishedTtlMs }),
+      tasks: new MemoryTaskStore({ finishedTtlMs, maxFinished: config.store.memory_finished_tasks }),
       tenants: new MemoryTenantStore(),
       sessions: new MemorySessionStore(),
       wallets: new MemoryWalletStore({ ledgerEntries: config.store.memory_ledger_entries, closedHoldTtlMs: finishedTtlMs }),
@@ -79,6 +73,13 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
       close: (graceMs) => scheduler.close(graceMs),
     };
   }
+  // The Redis adapters (ioredis, BullMQ, rate-limiter-flexible) are loaded only for this store:
+  // with the memory store their code would hold about 10 MB of heap for nothing.
+  const [{ RedisBreakerStore }, { BullJobScheduler }, { failFastClient, jobWorkerCluster, pingAll, probeWrites }, {
+    RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisSessionStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateCounters,
+  }] = await Promise.all([
+    import('./store/redis/breakers.ts'), import('./jobs/bullmq-scheduler.ts'), import('./store/redis/client.ts'), import('./store/redis/index.ts'),
+  ]);
   // Requests use fail-fast connections (engine/store/redis/client.ts): while Redis is away they
   // are refused within store.command_timeout_ms (503 / 4003), and nothing they sent is queued to
   // run after they were answered. rate-limiter-flexible gets a connection of its own. With

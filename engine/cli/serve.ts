@@ -8,6 +8,7 @@ import { loadConfigFile } from '../load-config.ts';
 import { formatProblem, LoadError } from '../config/yaml-source.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import type { Gateway, GatewayOptions } from '../gateway.ts';
+import { compactHeap } from '../util/heap.ts';
 import { createLogger } from '../log/logger.ts';
 import type { Role } from '../stores.ts';
 import { runPrimary } from '../cluster/primary.ts';
@@ -84,6 +85,8 @@ async function serveOne(config: GatewayConfig, opts: GatewayOptions, started?: (
     throw err;
   }
   started?.(gateway);
+  // Start-up's garbage and grown heap are given back before the first request (util/heap.ts).
+  compactHeap();
   await new Promise<void>((done) => {
     let stopping = false;
     const stop = (signal: string) => {

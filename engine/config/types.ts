@@ -30,6 +30,8 @@ export interface GatewayConfig {
     task_retention_hours: number;
     /** memory: ledger entries kept per wallet, newest first (balances stay exact). */
     memory_ledger_entries: number;
+    /** memory: finished tasks kept at most; past it the oldest finished are forgotten (404) first. */
+    memory_finished_tasks: number;
     /** redis: a store command not answered within this fails its request with 503 / 4003 (not scaled). */
     command_timeout_ms: number;
   };

@@ -232,6 +232,41 @@ forEachBackend('TaskStore contract', (env) => {
         expect(() => new MemoryTaskStore({ finishedTtlMs: -1 })).to.throw(/finishedTtlMs/);
       });
 
+      it('maxFinished: past it the oldest finished task is forgotten first; active and unfinalized ones never', async () => {
+        const s = new MemoryTaskStore({ maxFinished: 2 }); // no retention period: the count alone
+        for (const id of ['active', 'unsettled', 'f1', 'f2', 'f3']) await s.create(task(id));
+        await s.transition('unsettled', ['pending'], { status: 'failed', finalized: false });
+        for (const id of ['f1', 'f2']) await s.transition(id, ['pending'], { status: 'completed', finalized: true });
+        expect(await s.get('f1')).to.have.property('status', 'completed');
+        await s.transition('f3', ['pending'], { status: 'failed', finalized: true });
+        expect(await s.get('f1')).to.equal(undefined);
+        expect((await s.listByTenant(T, { count: 10 }))!.tasks.map((t) => t.id)).to.deep.equal(['f3', 'f2', 'unsettled', 'active']);
+        for (let i = 0; i < 5; i++) {
+          await s.create(task(`more${i}`));
+          await s.transition(`more${i}`, ['pending'], { status: 'completed', finalized: true });
+        }
+        expect(await s.get('f3')).to.equal(undefined);
+        expect(await s.get('more4')).to.have.property('status', 'completed');
+        expect(await s.get('unsettled')).to.have.property('status', 'failed');
+        expect(await s.get('active')).to.have.property('status', 'pending');
+        expect((await s.listUnsettled(10)).map((t) => t.id)).to.deep.equal(['active', 'unsettled']);
+        expect(() => new MemoryTaskStore({ maxFinished: 0 })).to.throw(/maxKeys/);
+      });
+
+      it('maxFinished and finishedTtlMs together: whichever comes first', async () => {
+        const clock = new ManualClock();
+        const s = new MemoryTaskStore({ finishedTtlMs: 60_000, maxFinished: 3, clock });
+        for (const id of ['a', 'b']) {
+          await s.create(task(id));
+          await s.transition(id, ['pending'], { status: 'completed', finalized: true });
+        }
+        clock.advance(60_000);
+        await s.create(task('c'));
+        expect(await s.get('a')).to.equal(undefined);
+        expect(await s.get('b')).to.equal(undefined);
+        expect(await s.get('c')).to.have.property('status', 'pending');
+      });
+
       it('without a retention period finished tasks are kept', async () => {
         const clock = new ManualClock();
         const s = new MemoryTaskStore({ clock });

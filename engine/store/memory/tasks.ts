@@ -2,7 +2,9 @@
 // frozen snapshots: a transition stores a new one, so readers can be handed the stored snapshot
 // itself instead of a deep copy (copies were ~8% of a create's CPU), and cannot change it.
 // Finished tasks (terminal and finalized) are forgotten `finishedTtlMs` after they finished,
-// like the Redis adapter's TTL: a queue in finishing order, trimmed as tasks are created.
+// like the Redis adapter's TTL, or, oldest finished first, once more than `maxFinished` are held
+// (each costs about a kilobyte of heap; docs/performance.md): a queue in finishing order, trimmed
+// as tasks are created and finish. Unsettled tasks are never dropped.
 import { TaskExistsError, type TaskStore, type TenantTaskBatch, type TenantTaskStep } from '../../tasks/store.ts';
 import { TERMINAL, type TaskRecord, type TaskStatus } from '../../tasks/task.ts';
 import { systemClock, type Clock } from '../../util/clock.ts';
@@ -12,6 +14,8 @@ import { snapshot } from './snapshot.ts';
 export interface MemoryTaskStoreOptions {
   /** Retention of finished tasks in ms; 0 (the default): kept forever. */
   finishedTtlMs?: number;
+  /** Finished tasks kept at most (config store.memory_finished_tasks); default: no count bound. */
+  maxFinished?: number;
   clock?: Clock;
 }
 
@@ -25,7 +29,7 @@ export class MemoryTaskStore implements TaskStore {
   private readonly byTenant = new Map<string, Set<string>>();
 
   constructor(opts: MemoryTaskStoreOptions = {}) {
-    this.finished = new ExpiryQueue(opts.finishedTtlMs ?? 0, opts.clock ?? systemClock, 'finishedTtlMs');
+    this.finished = new ExpiryQueue(opts.finishedTtlMs ?? 0, opts.clock ?? systemClock, 'finishedTtlMs', opts.maxFinished);
   }
 
   async create(task: TaskRecord): Promise<void> {
@@ -47,7 +51,10 @@ export class MemoryTaskStore implements TaskStore {
     if (!t || !from.includes(t.status)) return undefined;
     const next = Object.freeze({ ...t, ...frozenCopy(patch) });
     this.tasks.set(id, next);
-    if (next.finalized === true && this.unsettled.delete(id) && TERMINAL.has(next.status)) this.finished.add(id);
+    if (next.finalized === true && this.unsettled.delete(id) && TERMINAL.has(next.status)) {
+      this.finished.add(id);
+      this.finished.expire((old) => this.forget(old));
+    }
     return next;
   }
 

@@ -1,0 +1,200 @@
+// Memory footprint of the gateway: `npx node bench/memory.ts <idle|per-task|peak> [tree]`
+//
+//   idle      `gateway serve` of [tree] (default: this one) with its shipped config.yaml (memory
+//             store, sandbox): RSS and threads once listening (3 s after the log line), then how
+//             long the first requests take (a sandbox chat completion and a model D create, each
+//             twice), to show that what starts lazily does not make the first request slow.
+//   per-task  heap held per retained finished task, in this process: the gateway (memory store,
+//             model D against bench/stub-upstream.ts, every task settled at its first poll, 3 s
+//             once) takes BENCH_TASKS creates (20,000) over 64 connections after BENCH_WARMUP_TASKS (12,000: enough
+//             to fill the wallet's bounded ledger and closed holds, which then stop growing);
+//             heap after a full collection, before and after, ÷ the tasks. BENCH_FINISHED_TASKS
+//             sets store.memory_finished_tasks (default: above BENCH_TASKS, so all are kept).
+//   peak      `gateway serve` of [tree] with the shipped defaults (only ports, upstreams, an admin
+//             token and no rate limits set): the chat benchmark's load (sync and streamed, 10 and
+//             64 connections, BENCH_SECONDS = 5 each, against bench/chat-upstream.ts) then
+//             BENCH_TASKS (100,000) model D creates over 64 connections against the stub, and 20 s
+//             for the last tasks to settle. RSS sampled every 100 ms: peak and end.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import { chatRequest, createRequest } from './support.ts';
+
+const HERE = fileURLToPath(new URL('./', import.meta.url));
+const [mode = 'idle', treeArg] = process.argv.slice(2);
+const TREE = resolve(treeArg ?? `${HERE}..`);
+const D = '/vendors/provider_d/v1/model_d/generation';
+const CHAT = '/v1/chat/completions';
+const mb = (n: number) => Math.round(n / 104857.6) / 10;
+
+/** RSS and thread count of a process, from /proc. */
+export function procStatus(pid: number): { rss: number; threads: number } {
+  const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return { rss: Number(/VmRSS:\s+(\d+)/.exec(s)![1]) * 1024, threads: Number(/Threads:\s+(\d+)/.exec(s)![1]) };
+}
+
+/** `gateway serve` of `tree` with `config`; resolves once it logs its URL. */
+export function serve(tree: string, config: string, env: Record<string, string> = {}): Promise<{ proc: ChildProcess; url: string; metricsUrl?: string }> {
+  const proc = spawn(process.execPath, [join(tree, 'engine/cli/main.ts'), 'serve', '--config', config], {
+    cwd: tree, env: { ...process.env, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((ok, fail) => {
+    let buf = '';
+    proc.once('exit', (code) => fail(new Error(`gateway exited with ${code}: ${buf.slice(-2000)}`)));
+    proc.stdout!.on('data', (c: Buffer) => {
+      buf += c;
+      const line = buf.split('\n').find((l) => l.includes('"gateway listening"'));
+      if (!line) return;
+      const { url, metrics_url } = JSON.parse(line) as { url: string; metrics_url?: string };
+      proc.stdout!.removeAllListeners('data');
+      proc.stdout!.resume(); // access lines go nowhere
+      ok({ proc, url, metricsUrl: metrics_url });
+    });
+  });
+}
+
+export async function stopServe(proc: ChildProcess): Promise<void> {
+  await new Promise((r) => {
+    proc.once('exit', r);
+    proc.kill('SIGTERM');
+  });
+}
+
+/** `connections` closed loops POSTing `body` to `path` until `until()`; returns the answers by status. */
+export async function load(pool: Pool, path: string, headers: Record<string, string>, body: Buffer, connections: number, until: () => boolean): Promise<Record<number, number>> {
+  const statuses: Record<number, number> = {};
+  await Promise.all(Array.from({ length: connections }, async () => {
+    while (!until()) {
+      const r = await pool.request({ method: 'POST', path, headers, body });
+      await r.body.dump();
+      statuses[r.statusCode] = (statuses[r.statusCode] ?? 0) + 1;
+    }
+  }));
+  return statuses;
+}
+
+async function timed(url: string, path: string, headers: Record<string, string>, body: Buffer): Promise<string> {
+  const t0 = performance.now();
+  const r = await fetch(url + path, { method: 'POST', headers, body: new Uint8Array(body) });
+  await r.arrayBuffer();
+  return `${r.status} in ${(performance.now() - t0).toFixed(1)} ms`;
+}
+
+async function idle(): Promise<void> {
+  const gw = await serve(TREE, join(TREE, 'config.yaml'));
+  await new Promise((r) => setTimeout(r, 3000));
+  const s = procStatus(gw.proc.pid!);
+  console.log(`idle: RSS ${mb(s.rss)} MB, ${s.threads} threads (${TREE})`);
+  const headers = { authorization: 'Bearer gw_test_sandbox_demo_key_000000000000', 'content-type': 'application/json' };
+  for (const round of ['first', 'second']) {
+    console.log(`${round} chat completion: ${await timed(gw.url, CHAT, headers, chatRequest(false))}; ${round} model D create: ${await timed(gw.url, D, headers, createRequest())}`);
+  }
+  console.log(`after them: RSS ${mb(procStatus(gw.proc.pid!).rss)} MB, ${procStatus(gw.proc.pid!).threads} threads`);
+  await stopServe(gw.proc);
+}
+
+async function perTask(): Promise<void> {
+  const { startStub } = await import('./stub-upstream.ts');
+  const { loadConfigText } = await import('../engine/load-config.ts');
+  const { startGateway } = await import('../engine/gateway.ts');
+  const { compactHeap } = await import('../engine/util/heap.ts');
+  const { NO_LIMITS } = await import('../test/helpers/gateway.ts');
+  const tasks = Number(process.env.BENCH_TASKS ?? 20_000);
+  const stub = await startStub();
+  const config = loadConfigText(`
+server: { host: 127.0.0.1, port: 0 }
+metrics: { port: null }
+store: { kind: memory, memory_finished_tasks: ${Number(process.env.BENCH_FINISHED_TASKS ?? tasks + 10_000)} }
+sandbox: { enabled: false }
+log: { level: error }
+timing: { scale: 1 }
+vendors: { dir: vendors, disabled: [provider_a, provider_b, provider_c, provider_e, provider_f] }
+upstreams: { provider_d: { base_url: "${stub.url}", credentials: { api_key: bench } } }
+${NO_LIMITS}`, `${HERE}..`, { env: {} });
+  const gw = await startGateway(config);
+  const tenant = await gw.tenants.createTenant({ name: 'bench' });
+  const { key } = await gw.tenants.issueKey(tenant.id, {});
+  await gw.billing.topUp(tenant.id, 1_000_000_000_000, 'bench-topup');
+  const pool = new Pool(gw.url, { connections: 64, pipelining: 1 });
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const run = async (n: number) => {
+    let sent = 0;
+    await load(pool, D, headers, createRequest(), 64, () => sent++ >= n);
+    while ((await gw.tasks.listUnsettled(1)).length) await new Promise((r) => setTimeout(r, 100));
+    compactHeap();
+    return process.memoryUsage().heapUsed;
+  };
+  const before = await run(Number(process.env.BENCH_WARMUP_TASKS ?? 12_000));
+  const after = await run(tasks);
+  console.log(`per-task: ${tasks} tasks settled; heap ${mb(before)} → ${mb(after)} MB: ${Math.round((after - before) / tasks)} bytes per retained finished task (store.memory_finished_tasks ${config.store.memory_finished_tasks})`);
+  if (process.env.BENCH_SHOW) console.log((await gw.tasks.listByTenant(tenant.id, { count: 1 }))?.tasks[0]);
+  if (process.env.BENCH_SNAPSHOT) console.log('heap snapshot:', (await import('node:v8')).writeHeapSnapshot(process.env.BENCH_SNAPSHOT));
+  await pool.close();
+  await gw.close();
+  await stub.close();
+}
+
+async function peak(): Promise<void> {
+  const { startStub } = await import('./stub-upstream.ts');
+  const { startBenchUpstream } = await import('./chat-upstream.ts');
+  const { NO_LIMITS } = await import('../test/helpers/gateway.ts');
+  const tasks = Number(process.env.BENCH_TASKS ?? 100_000);
+  const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+  const [stub, chatUp] = await Promise.all([startStub(), startBenchUpstream()]);
+  const dir = mkdtempSync(join(tmpdir(), 'gw-memory-'));
+  writeFileSync(join(dir, 'config.yaml'), `
+server: { host: 127.0.0.1, port: \${PORT} }
+metrics: { port: \${METRICS_PORT} }
+sandbox: { enabled: false }
+admin: { token: bench-admin }
+log: { level: info }
+vendors: { dir: ${JSON.stringify(join(TREE, 'vendors'))}, disabled: [provider_a, provider_b, provider_e, provider_f] }
+upstreams:
+  provider_c: { base_url: "${chatUp.url}", credentials: { api_key: sk-bench } }
+  provider_d: { base_url: "${stub.url}", credentials: { api_key: bench } }
+${NO_LIMITS}`);
+  const gw = await serve(TREE, join(dir, 'config.yaml'));
+  const admin = { authorization: 'Bearer bench-admin', 'content-type': 'application/json' };
+  const post = async (path: string, body: unknown) => (await fetch(gw.url + path, { method: 'POST', headers: admin, body: JSON.stringify(body) })).json() as Promise<Record<string, string>>;
+  const tenant = await post('/admin/v1/tenants', { name: 'bench' });
+  const { key } = await post(`/admin/v1/tenants/${tenant.id}/keys`, {});
+  await post(`/admin/v1/tenants/${tenant.id}/wallet/topups`, { credits: '100000000.00' });
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const samples: number[] = [];
+  const sampler = setInterval(() => samples.push(procStatus(gw.proc.pid!).rss), 100);
+  const phase = (label: string) => console.log(`${label}: RSS now ${mb(procStatus(gw.proc.pid!).rss)} MB, peak so far ${mb(Math.max(...samples, 0))} MB`);
+  phase('idle');
+  const pool = new Pool(gw.url, { connections: 64, pipelining: 1 });
+  for (const stream of [false, true]) {
+    for (const connections of [10, 64]) {
+      const end = performance.now() + seconds * 1000;
+      const st = await load(pool, CHAT, headers, chatRequest(stream), connections, () => performance.now() > end);
+      phase(`chat ${stream ? 'stream' : 'sync'} ${connections} connections ${JSON.stringify(st)}`);
+    }
+  }
+  let sent = 0;
+  const t0 = performance.now();
+  const st = await load(pool, D, headers, createRequest(), 64, () => sent++ >= tasks);
+  phase(`${tasks} creates in ${((performance.now() - t0) / 1000).toFixed(1)} s ${JSON.stringify(st)}`);
+  await new Promise((r) => setTimeout(r, 20_000));
+  phase('20 s later');
+  clearInterval(sampler);
+  console.log(`peak: RSS ${mb(Math.max(...samples))} MB (${TREE})`);
+  await pool.close();
+  await stopServe(gw.proc);
+  await Promise.all([stub.close(), chatUp.close()]);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  if (mode === 'idle') await idle();
+  else if (mode === 'per-task') await perTask();
+  else if (mode === 'peak') await peak();
+  else {
+    console.error('usage: npx node bench/memory.ts <idle|per-task|peak> [tree]');
+    process.exit(2);
+  }
+}
