@@ -112,7 +112,7 @@ store: { kind: memory, memory_finished_tasks: ${Number(process.env.BENCH_FINISHE
 sandbox: { enabled: false }
 log: { level: error }
 timing: { scale: 1 }
-vendors: { dir: vendors, disabled: [provider_a, provider_b, provider_c, provider_e, provider_f] }
+vendors: { dir: vendors, enabled: [provider_d] }
 upstreams: { provider_d: { base_url: "${stub.url}", credentials: { api_key: bench } } }
 ${NO_LIMITS}`, `${HERE}..`, { env: {} });
   const gw = await startGateway(config);
@@ -152,7 +152,7 @@ metrics: { port: \${METRICS_PORT} }
 sandbox: { enabled: false }
 admin: { token: bench-admin }
 log: { level: info }
-vendors: { dir: ${JSON.stringify(join(TREE, 'vendors'))}, disabled: [provider_a, provider_b, provider_e, provider_f] }
+vendors: { dir: ${JSON.stringify(join(TREE, 'vendors'))}, enabled: [provider_c, provider_d] }
 upstreams:
   provider_c: { base_url: "${chatUp.url}", credentials: { api_key: sk-bench } }
   provider_d: { base_url: "${stub.url}", credentials: { api_key: bench } }
