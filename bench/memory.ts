@@ -16,7 +16,7 @@
 //             BENCH_TASKS (100,000) model D creates over 64 connections against the stub, and 20 s
 //             for the last tasks to settle. RSS sampled every 100 ms: peak and end.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -37,24 +37,36 @@ export function procStatus(pid: number): { rss: number; threads: number } {
   return { rss: Number(/VmRSS:\s+(\d+)/.exec(s)![1]) * 1024, threads: Number(/Threads:\s+(\d+)/.exec(s)![1]) };
 }
 
-/** `gateway serve` of `tree` with `config`; resolves once it logs its URL. */
-export function serve(tree: string, config: string, env: Record<string, string> = {}): Promise<{ proc: ChildProcess; url: string; metricsUrl?: string }> {
+/** Heap used and tasks active, from the gateway's /metrics (default metrics of prom-client). */
+export async function scrape(metricsUrl: string | undefined): Promise<{ heap: number; heapTotal: number; external: number; active: number } | undefined> {
+  if (!metricsUrl) return undefined;
+  const text = await (await fetch(metricsUrl)).text();
+  const sum = (name: string) => [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
+  return { heap: sum('nodejs_heap_size_used_bytes'), heapTotal: sum('nodejs_heap_size_total_bytes'), external: sum('nodejs_external_memory_bytes'), active: sum('gateway_tasks_active') };
+}
+
+/**
+ * `gateway serve` of `tree` with `config`; resolves once it logs its URL. Its stdout (the access
+ * log) goes to a file: through a pipe to this busy process, the lines it could not write yet
+ * would pile up in the gateway's memory and be counted as its own.
+ */
+export async function serve(tree: string, config: string, env: Record<string, string> = {}): Promise<{ proc: ChildProcess; url: string; metricsUrl?: string }> {
+  const log = join(mkdtempSync(join(tmpdir(), 'gw-serve-')), 'stdout.log');
+  const fd = openSync(log, 'w');
   const proc = spawn(process.execPath, [join(tree, 'engine/cli/main.ts'), 'serve', '--config', config], {
-    cwd: tree, env: { ...process.env, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: tree, env: { ...process.env, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'info', ...env }, stdio: ['ignore', fd, 'inherit'],
   });
-  return new Promise((ok, fail) => {
-    let buf = '';
-    proc.once('exit', (code) => fail(new Error(`gateway exited with ${code}: ${buf.slice(-2000)}`)));
-    proc.stdout!.on('data', (c: Buffer) => {
-      buf += c;
-      const line = buf.split('\n').find((l) => l.includes('"gateway listening"'));
-      if (!line) return;
-      const { url, metrics_url } = JSON.parse(line) as { url: string; metrics_url?: string };
-      proc.stdout!.removeAllListeners('data');
-      proc.stdout!.resume(); // access lines go nowhere
-      ok({ proc, url, metricsUrl: metrics_url });
-    });
-  });
+  closeSync(fd);
+  let exited: number | null | undefined;
+  proc.once('exit', (code) => (exited = code));
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 50));
+    if (exited !== undefined) throw new Error(`gateway exited with ${exited}: ${readFileSync(log, 'utf8').slice(-2000)}`);
+    const line = readFileSync(log, 'utf8').split('\n').find((l) => l.includes('"gateway listening"'));
+    if (!line) continue;
+    const { url, metrics_url } = JSON.parse(line) as { url: string; metrics_url?: string };
+    return { proc, url, metricsUrl: metrics_url };
+  }
 }
 
 export async function stopServe(proc: ChildProcess): Promise<void> {
@@ -147,8 +159,11 @@ async function peak(): Promise<void> {
   const [stub, chatUp] = await Promise.all([startStub(), startBenchUpstream()]);
   const dir = mkdtempSync(join(tmpdir(), 'gw-memory-'));
   writeFileSync(join(dir, 'config.yaml'), `
-server: { host: 127.0.0.1, port: \${PORT} }
-metrics: { port: \${METRICS_PORT} }
+server:
+  host: 127.0.0.1
+  port: \${PORT}
+metrics:
+  port: \${METRICS_PORT}
 sandbox: { enabled: false }
 admin: { token: bench-admin }
 log: { level: info }
@@ -157,7 +172,9 @@ upstreams:
   provider_c: { base_url: "${chatUp.url}", credentials: { api_key: sk-bench } }
   provider_d: { base_url: "${stub.url}", credentials: { api_key: bench } }
 ${NO_LIMITS}`);
-  const gw = await serve(TREE, join(dir, 'config.yaml'));
+  // BENCH_GATEWAY_NODE_OPTIONS: node/V8 flags for the gateway alone (e.g. to try GC settings).
+  const nodeOptions = [process.env.BENCH_GATEWAY_NODE_OPTIONS ?? '', process.env.BENCH_SNAPSHOT_AT ? '--heapsnapshot-signal=SIGUSR2' : ''].join(' ').trim();
+  const gw = await serve(TREE, join(dir, 'config.yaml'), nodeOptions ? { NODE_OPTIONS: nodeOptions } : {});
   const admin = { authorization: 'Bearer bench-admin', 'content-type': 'application/json' };
   const post = async (path: string, body: unknown) => (await fetch(gw.url + path, { method: 'POST', headers: admin, body: JSON.stringify(body) })).json() as Promise<Record<string, string>>;
   const tenant = await post('/admin/v1/tenants', { name: 'bench' });
@@ -166,22 +183,30 @@ ${NO_LIMITS}`);
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const samples: number[] = [];
   const sampler = setInterval(() => samples.push(procStatus(gw.proc.pid!).rss), 100);
-  const phase = (label: string) => console.log(`${label}: RSS now ${mb(procStatus(gw.proc.pid!).rss)} MB, peak so far ${mb(Math.max(...samples, 0))} MB`);
-  phase('idle');
+  const phase = async (label: string) => {
+    const m = await scrape(gw.metricsUrl);
+    console.log(`${label}: RSS now ${mb(procStatus(gw.proc.pid!).rss)} MB, peak so far ${mb(Math.max(...samples, 0))} MB${m ? `; heap used ${mb(m.heap)} of ${mb(m.heapTotal)} MB, external ${mb(m.external)} MB, ${m.active} tasks active` : ''}`);
+  };
+  await phase('idle');
   const pool = new Pool(gw.url, { connections: 64, pipelining: 1 });
   for (const stream of [false, true]) {
     for (const connections of [10, 64]) {
       const end = performance.now() + seconds * 1000;
       const st = await load(pool, CHAT, headers, chatRequest(stream), connections, () => performance.now() > end);
-      phase(`chat ${stream ? 'stream' : 'sync'} ${connections} connections ${JSON.stringify(st)}`);
+      await phase(`chat ${stream ? 'stream' : 'sync'} ${connections} connections ${JSON.stringify(st)}`);
     }
   }
   let sent = 0;
   const t0 = performance.now();
-  const st = await load(pool, D, headers, createRequest(), 64, () => sent++ >= tasks);
-  phase(`${tasks} creates in ${((performance.now() - t0) / 1000).toFixed(1)} s ${JSON.stringify(st)}`);
+  // BENCH_SNAPSHOT_AT=n: a heap snapshot of the gateway (in the tree's folder) at the n-th create.
+  const snapAt = Number(process.env.BENCH_SNAPSHOT_AT ?? -1);
+  const st = await load(pool, D, headers, createRequest(), 64, () => {
+    if (sent === snapAt) gw.proc.kill('SIGUSR2');
+    return sent++ >= tasks;
+  });
+  await phase(`${tasks} creates in ${((performance.now() - t0) / 1000).toFixed(1)} s ${JSON.stringify(st)}`);
   await new Promise((r) => setTimeout(r, 20_000));
-  phase('20 s later');
+  await phase('20 s later');
   clearInterval(sampler);
   console.log(`peak: RSS ${mb(Math.max(...samples))} MB (${TREE})`);
   await pool.close();

@@ -63,7 +63,7 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
       tenants: new MemoryTenantStore(),
       sessions: new MemorySessionStore(),
       wallets: new MemoryWalletStore({ ledgerEntries: config.store.memory_ledger_entries, closedHoldTtlMs: finishedTtlMs }),
-      limits: new MemoryLimitsStore(),
+      limits: new MemoryLimitsStore({ finalRefs: config.store.memory_ledger_entries }),
       rateCounters: memoryRateCounters,
       idempotency: new MemoryIdempotencyStore(),
       webhooks: new MemoryWebhookStore(),

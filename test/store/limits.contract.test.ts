@@ -196,6 +196,24 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
         expect(await a.finalizeSpend(T, 'r1', 0)).to.equal(false);
         expect(await a.reserveSpend(T, 'r1', '2026-03-09', C(1), null)).to.deep.equal({ status: 'reserved', spent: C(2) });
       });
+
+      it('memory: finalRefs bounds the finalized records per tenant, oldest first; totals stay exact, open reservations stay', async () => {
+        const s = new MemoryLimitsStore({ finalRefs: 2 });
+        const day = '2026-03-10';
+        await s.reserveSpend(T, 'open', day, C(5), null);
+        for (const ref of ['f1', 'f2', 'f3']) {
+          await s.reserveSpend(T, ref, day, C(2), null);
+          await s.finalizeSpend(T, ref, C(1));
+        }
+        expect(await s.spent(T, day)).to.equal(C(8));
+        // f1 is forgotten (a late duplicate of it would count again, as for the wallet's closed holds);
+        expect((await s.reserveSpend(T, 'f1', day, C(1), null)).status).to.equal('reserved');
+        // f2, f3 are still recognised, and the open reservation was never dropped.
+        for (const ref of ['f2', 'f3', 'open']) expect((await s.reserveSpend(T, ref, day, C(1), null)).status).to.equal('duplicate');
+        expect(await s.finalizeSpend(T, 'open', C(5))).to.equal(true);
+        expect(await s.spent(T, day)).to.equal(C(9));
+        expect(() => new MemoryLimitsStore({ finalRefs: 0 })).to.throw(/finalRefs/);
+      });
     }
   });
 
