@@ -207,7 +207,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   // The result store: the result host is results.base_url, else server.public_base_url, else
   // the address this process listens on (known once it listens; a worker uses the configured one).
   let listening = '';
-  const resultBackend = createResultBackend(config);
+  const resultBackend = await createResultBackend(config);
   const resultHost = (config.results.base_url ?? config.server.public_base_url)?.replace(/\/+$/, '');
   const results = resultBackend && new ResultService({
     backend: resultBackend, tasks, config: config.results, clock, logger, scheduler, timeScale: config.timing.scale,

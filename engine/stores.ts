@@ -24,7 +24,6 @@ import { MemoryWebhookStore } from './store/memory/webhooks.ts';
 import { within } from './util/within.ts';
 import type { ResultBackend } from './results/store.ts';
 import { LocalResultFiles } from './store/files/result-files.ts';
-import { S3ResultObjects } from './store/s3/result-objects.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -57,22 +56,30 @@ export async function createStores(config: GatewayConfig, role: Role, onJobError
   const finishedTtlMs = config.store.task_retention_hours * 3_600_000;
   if (config.store.kind === 'memory') {
     if (role !== 'all') throw new Error(`--role ${role} needs store.kind redis: with the memory store one process does everything`);
-    const scheduler = new MemoryJobScheduler(onJobError);
-    return {
-      tasks: new MemoryTaskStore({ finishedTtlMs, maxFinished: config.store.memory_finished_tasks }),
-      tenants: new MemoryTenantStore(),
-      sessions: new MemorySessionStore(),
-      wallets: new MemoryWalletStore({ ledgerEntries: config.store.memory_ledger_entries, closedHoldTtlMs: finishedTtlMs }),
-      limits: new MemoryLimitsStore({ finalRefs: config.store.memory_ledger_entries }),
-      rateCounters: memoryRateCounters,
-      idempotency: new MemoryIdempotencyStore(),
-      webhooks: new MemoryWebhookStore(),
-      breakers: new MemoryBreakerStore(),
-      scheduler,
-      unavailable: async () => [],
-      close: (graceMs) => scheduler.close(graceMs),
-    };
+    return memoryStores(config, finishedTtlMs, onJobError);
   }
+  return redisStores(config, role, finishedTtlMs, onJobError, onConnectionError);
+}
+
+function memoryStores(config: GatewayConfig, finishedTtlMs: number, onJobError: JobErrorReporter): Stores {
+  const scheduler = new MemoryJobScheduler(onJobError);
+  return {
+    tasks: new MemoryTaskStore({ finishedTtlMs, maxFinished: config.store.memory_finished_tasks }),
+    tenants: new MemoryTenantStore(),
+    sessions: new MemorySessionStore(),
+    wallets: new MemoryWalletStore({ ledgerEntries: config.store.memory_ledger_entries, closedHoldTtlMs: finishedTtlMs }),
+    limits: new MemoryLimitsStore({ finalRefs: config.store.memory_ledger_entries }),
+    rateCounters: memoryRateCounters,
+    idempotency: new MemoryIdempotencyStore(),
+    webhooks: new MemoryWebhookStore(),
+    breakers: new MemoryBreakerStore(),
+    scheduler,
+    unavailable: async () => [],
+    close: (graceMs) => scheduler.close(graceMs),
+  };
+}
+
+async function redisStores(config: GatewayConfig, role: Role, finishedTtlMs: number, onJobError: JobErrorReporter, onConnectionError: (err: Error) => void): Promise<Stores> {
   // The Redis adapters (ioredis, BullMQ, rate-limiter-flexible) are loaded only for this store:
   // with the memory store their code would hold about 10 MB of heap for nothing.
   const [{ RedisBreakerStore }, { BullJobScheduler }, { failFastClient, jobWorkerCluster, pingAll, probeWrites }, {
@@ -141,12 +148,16 @@ function redactUrl(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//***@');
 }
 
-/** The result store's backend (results.store), or undefined when it is off. */
-export function createResultBackend(config: GatewayConfig): ResultBackend | undefined {
+/**
+ * The result store's backend (results.store), or undefined when it is off. The S3 adapter (the
+ * AWS SDK, about 5 MB of memory) is loaded only when it is the one configured.
+ */
+export async function createResultBackend(config: GatewayConfig): Promise<ResultBackend | undefined> {
   const r = config.results;
   if (r.store === 'off') return undefined;
   if (r.store === 'local') return new LocalResultFiles(r.local.dir);
   const s3 = r.s3;
+  const { S3ResultObjects } = await import('./store/s3/result-objects.ts');
   return new S3ResultObjects({
     bucket: s3.bucket!, prefix: s3.prefix, region: s3.region, endpoint: s3.endpoint, forcePathStyle: s3.force_path_style,
     credentials: s3.access_key_id && s3.secret_access_key ? { accessKeyId: s3.access_key_id, secretAccessKey: s3.secret_access_key } : undefined,
