@@ -150,12 +150,15 @@ ${NO_LIMITS}`, `${HERE}..`, { env: {} });
   await stub.close();
 }
 
-async function peak(): Promise<void> {
+/**
+ * `gateway serve` of `tree` with the shipped defaults but for ports, the two upstreams
+ * (bench/chat-upstream.ts for provider_c's chat, bench/stub-upstream.ts for provider_d), an admin
+ * token and no rate limits; a tenant with a key and credits. `env`: more for the gateway process.
+ */
+export async function benchServe(tree: string, env: Record<string, string> = {}) {
   const { startStub } = await import('./stub-upstream.ts');
   const { startBenchUpstream } = await import('./chat-upstream.ts');
   const { NO_LIMITS } = await import('../test/helpers/gateway.ts');
-  const tasks = Number(process.env.BENCH_TASKS ?? 100_000);
-  const seconds = Number(process.env.BENCH_SECONDS ?? 5);
   const [stub, chatUp] = await Promise.all([startStub(), startBenchUpstream()]);
   const dir = mkdtempSync(join(tmpdir(), 'gw-memory-'));
   writeFileSync(join(dir, 'config.yaml'), `
@@ -167,20 +170,31 @@ metrics:
 sandbox: { enabled: false }
 admin: { token: bench-admin }
 log: { level: info }
-vendors: { dir: ${JSON.stringify(join(TREE, 'vendors'))}, enabled: [provider_c, provider_d] }
+vendors: { dir: ${JSON.stringify(join(tree, 'vendors'))}, enabled: [provider_c, provider_d] }
 upstreams:
   provider_c: { base_url: "${chatUp.url}", credentials: { api_key: sk-bench } }
   provider_d: { base_url: "${stub.url}", credentials: { api_key: bench } }
 ${NO_LIMITS}`);
-  // BENCH_GATEWAY_NODE_OPTIONS: node/V8 flags for the gateway alone (e.g. to try GC settings).
-  const nodeOptions = [process.env.BENCH_GATEWAY_NODE_OPTIONS ?? '', process.env.BENCH_SNAPSHOT_AT ? '--heapsnapshot-signal=SIGUSR2' : ''].join(' ').trim();
-  const gw = await serve(TREE, join(dir, 'config.yaml'), nodeOptions ? { NODE_OPTIONS: nodeOptions } : {});
+  const gw = await serve(tree, join(dir, 'config.yaml'), env);
   const admin = { authorization: 'Bearer bench-admin', 'content-type': 'application/json' };
   const post = async (path: string, body: unknown) => (await fetch(gw.url + path, { method: 'POST', headers: admin, body: JSON.stringify(body) })).json() as Promise<Record<string, string>>;
   const tenant = await post('/admin/v1/tenants', { name: 'bench' });
   const { key } = await post(`/admin/v1/tenants/${tenant.id}/keys`, {});
   await post(`/admin/v1/tenants/${tenant.id}/wallet/topups`, { credits: '100000000.00' });
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const close = async () => {
+    await stopServe(gw.proc);
+    await Promise.all([stub.close(), chatUp.close()]);
+  };
+  return { gw, headers, close };
+}
+
+async function peak(): Promise<void> {
+  const tasks = Number(process.env.BENCH_TASKS ?? 100_000);
+  const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+  // BENCH_GATEWAY_NODE_OPTIONS: node/V8 flags for the gateway alone (e.g. to try GC settings).
+  const nodeOptions = [process.env.BENCH_GATEWAY_NODE_OPTIONS ?? '', process.env.BENCH_SNAPSHOT_AT ? '--heapsnapshot-signal=SIGUSR2' : ''].join(' ').trim();
+  const { gw, headers, close } = await benchServe(TREE, nodeOptions ? { NODE_OPTIONS: nodeOptions } : {});
   const samples: number[] = [];
   const sampler = setInterval(() => samples.push(procStatus(gw.proc.pid!).rss), 100);
   const phase = async (label: string) => {
@@ -210,8 +224,7 @@ ${NO_LIMITS}`);
   clearInterval(sampler);
   console.log(`peak: RSS ${mb(Math.max(...samples))} MB (${TREE})`);
   await pool.close();
-  await stopServe(gw.proc);
-  await Promise.all([stub.close(), chatUp.close()]);
+  await close();
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

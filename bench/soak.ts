@@ -1,8 +1,8 @@
 // Memory soak: `npx node bench/soak.ts [tree]`. Does the gateway's memory stay flat under steady
 // mixed traffic once warm?
 //
-// `gateway serve` of [tree] (default: this one) with the shipped defaults (bench/memory.ts's peak
-// set-up: only ports, the two upstreams, an admin token and no rate limits set), against
+// `gateway serve` of [tree] (default: this one) with the shipped defaults (bench/memory.ts's
+// benchServe: only ports, the two upstreams, an admin token and no rate limits set), against
 // bench/chat-upstream.ts and bench/stub-upstream.ts (every task finishes at its first poll, 3 s
 // after its submission). The load is paced, not a closed loop, so every minute is the same
 // minute: SOAK_CHAT (150/s) sync completions, SOAK_STREAM (50/s) streamed ones and SOAK_CREATES
@@ -12,16 +12,11 @@
 // SOAK_SAMPLE_SECONDS (10) for SOAK_MINUTES (10), and prints the curve and its spread around the
 // mean. The warm-up's samples are printed too, marked.
 import { performance } from 'node:perf_hooks';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { procStatus, scrape, serve, stopServe } from './memory.ts';
-import { startBenchUpstream } from './chat-upstream.ts';
-import { startStub } from './stub-upstream.ts';
+import { benchServe, procStatus, scrape } from './memory.ts';
 import { chatRequest, createRequest } from './support.ts';
-import { NO_LIMITS } from '../test/helpers/gateway.ts';
 
 const TREE = resolve(process.argv[2] ?? fileURLToPath(new URL('../', import.meta.url)));
 const env = (name: string, dflt: number) => Number(process.env[name] ?? dflt);
@@ -30,29 +25,7 @@ const MINUTES = env('SOAK_MINUTES', 10);
 const SAMPLE = env('SOAK_SAMPLE_SECONDS', 10);
 const mb = (n: number) => Math.round(n / 104857.6) / 10;
 
-const [stub, chatUp] = await Promise.all([startStub(), startBenchUpstream()]);
-const dir = mkdtempSync(join(tmpdir(), 'gw-soak-'));
-writeFileSync(join(dir, 'config.yaml'), `
-server:
-  host: 127.0.0.1
-  port: \${PORT}
-metrics:
-  port: \${METRICS_PORT}
-sandbox: { enabled: false }
-admin: { token: bench-admin }
-log: { level: info }
-vendors: { dir: ${JSON.stringify(join(TREE, 'vendors'))}, enabled: [provider_c, provider_d] }
-upstreams:
-  provider_c: { base_url: "${chatUp.url}", credentials: { api_key: sk-bench } }
-  provider_d: { base_url: "${stub.url}", credentials: { api_key: bench } }
-${NO_LIMITS}`);
-const gw = await serve(TREE, join(dir, 'config.yaml'));
-const admin = { authorization: 'Bearer bench-admin', 'content-type': 'application/json' };
-const post = async (path: string, body: unknown) => (await fetch(gw.url + path, { method: 'POST', headers: admin, body: JSON.stringify(body) })).json() as Promise<Record<string, string>>;
-const tenant = await post('/admin/v1/tenants', { name: 'soak' });
-const { key } = await post(`/admin/v1/tenants/${tenant.id}/keys`, {});
-await post(`/admin/v1/tenants/${tenant.id}/wallet/topups`, { credits: '100000000.00' });
-const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+const { gw, headers, close } = await benchServe(TREE);
 const pool = new Pool(gw.url, { connections: 128, pipelining: 1 });
 
 interface Kind { name: string; path: string; body: Buffer; rate: number; inFlight: number; due: number; done: Record<number, number>; skipped: number }
@@ -110,5 +83,4 @@ const spread = (v: number) => `${((v / mean - 1) * 100).toFixed(1)}%`;
 console.log(`after warm-up: RSS mean ${mb(mean)} MB, min ${mb(Math.min(...measured))} (${spread(Math.min(...measured))}), max ${mb(Math.max(...measured))} (${spread(Math.max(...measured))}); first ${mb(measured[0]!)}, last ${mb(measured.at(-1)!)} MB`);
 await new Promise((r) => setTimeout(r, 1000));
 await pool.close();
-await stopServe(gw.proc);
-await Promise.all([stub.close(), chatUp.close()]);
+await close();
