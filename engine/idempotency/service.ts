@@ -32,7 +32,6 @@ import { freeClaim, Lease, type Claim } from './lease.ts';
 import type { IdempotencyStore, StoredResponse } from './store.ts';
 import { newUuid } from '../util/ids.ts';
 
-export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 const KEY_RE = /^[\x20-\x7e]{1,255}$/;
 

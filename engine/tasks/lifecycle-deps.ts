@@ -13,7 +13,7 @@ import type { ResultCopyPort } from './result-copy.ts';
 /**
  * The lifecycle's jobs. `deadline` is scheduled by no current code: it serves the jobs that
  * versions before e36f5af (2026-11-23, when the polls and the sweep took over the deadline) left queued, so an operator can upgrade
- * with work in flight.
+ * with work in flight (test/tasks/earlier-versions.test.ts).
  */
 export const JOBS = { submit: 'task.submit', poll: 'task.poll', deadline: 'task.deadline', sweep: 'task.sweep' } as const;
 

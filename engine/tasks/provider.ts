@@ -21,7 +21,7 @@ export function routeOf(routes: ReadonlyMap<string, AsyncRoutePlan>, task: TaskR
 /**
  * The pool member that accepted the task (its polls and cancel go there). Tasks accepted by
  * versions before upstream pools (3212d0e, 2026-11-24) carry no member: they belong to the first one.
- * Undefined: that member left the config.
+ * Undefined: that member left the config. (test/tasks/earlier-versions.test.ts)
  */
 export function memberOf(route: AsyncRoutePlan, task: TaskRecord): PoolMember | undefined {
   return task.upstream_member === undefined ? route.pool.first : route.pool.member(task.upstream_member);

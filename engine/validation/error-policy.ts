@@ -45,7 +45,6 @@ export const VIOLATION_CODES = {
 } as const;
 
 export type Violation = keyof typeof VIOLATION_CODES;
-export const VIOLATIONS = Object.keys(VIOLATION_CODES) as Violation[];
 
 export const KEYWORD_VIOLATIONS: Readonly<Record<string, Violation>> = {
   required: 'required',
