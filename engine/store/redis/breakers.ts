@@ -4,7 +4,7 @@
 // (consecutive failures), u (open until, epoch ms; 0 closed), p (1 while a trial call runs).
 // Records expire a day after their last change, so members removed from config leave nothing.
 import { CLOSED, type BreakerRecord, type BreakerStore } from '../../upstream/breaker-store.ts';
-import { checkPrefix, type RedisClient, type RedisStoreOptions } from './keys.ts';
+import { Keys, type RedisClient, type RedisStoreOptions } from './keys.ts';
 import { lua } from './script.ts';
 
 const TTL_MS = 86_400_000;
@@ -34,15 +34,15 @@ return 1
 
 export class RedisBreakerStore implements BreakerStore {
   private readonly client: RedisClient;
-  private readonly prefix: string;
+  private readonly keys: Keys;
 
   constructor(opts: RedisStoreOptions) {
     this.client = opts.client;
-    this.prefix = checkPrefix(opts.prefix);
+    this.keys = new Keys(opts.prefix);
   }
 
   private key(vendor: string, member: string): string {
-    return `${this.prefix}{ub:${vendor}/${member}}`;
+    return this.keys.breaker(vendor, member);
   }
 
   async read(vendor: string, member: string): Promise<BreakerRecord> {

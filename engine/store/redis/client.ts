@@ -24,7 +24,7 @@
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis, ReplyError, type RedisOptions } from 'ioredis';
 import { dependencyUnavailable, GatewayError } from '../../errors/gateway-error.ts';
-import type { RedisClient } from './keys.ts';
+import { Keys, type RedisClient } from './keys.ts';
 
 type Command = Parameters<Redis['sendCommand']>[0];
 const MAPPED = Symbol('dependency errors mapped');
@@ -167,7 +167,7 @@ const PROBE_TTL_MS = 10_000;
 export async function probeWrites(client: RedisClient, prefix: string): Promise<void> {
   const value = String(process.pid);
   if (!(client instanceof Cluster)) {
-    await client.set(`${prefix}ready-probe`, value, 'PX', PROBE_TTL_MS);
+    await client.set(new Keys(prefix).readyProbe(), value, 'PX', PROBE_TTL_MS);
     return;
   }
   await Promise.all(probeKeys(client, prefix).map((key) => client.set(key, value, 'PX', PROBE_TTL_MS)));
@@ -180,13 +180,14 @@ function probeKeys(client: Cluster, prefix: string): string[] {
   // Tags are tried in order until every master has one: a handful on a balanced cluster.
   const keys: string[] = [];
   const covered = new Set<string>();
+  const names = new Keys(prefix);
   for (let i = 0; covered.size < masters.size && i < 100_000; i++) {
-    const key = `${prefix}{ready-probe-${i}}`;
+    const key = names.readyProbe(i);
     const master = client.slots[calculateSlot(key)]?.[0];
     if (master !== undefined && !covered.has(master)) {
       covered.add(master);
       keys.push(key);
     }
   }
-  return keys.length ? keys : [`${prefix}{ready-probe-0}`];
+  return keys.length ? keys : [names.readyProbe(0)];
 }

@@ -69,4 +69,39 @@ export class Keys {
   rate(name: string): string {
     return `${this.prefix}rl:${name}`;
   }
+
+  /** Unsettled tasks (a sorted set the sweep pages through). */
+  unsettledTasks(): string {
+    return `${this.prefix}tasks:unsettled`;
+  }
+
+  /** Bumped on every change of a tenant's limit overrides, so every process re-reads them. */
+  limitOverridesVersion(): string {
+    return `${this.prefix}limits:overrides-version`;
+  }
+
+  /** An upstream pool member's circuit breaker (its own tag: shared by every process). */
+  breaker(vendor: string, member: string): string {
+    return `${this.prefix}{ub:${vendor}/${member}}`;
+  }
+
+  /** Uploaded media bytes, by content hash, on their way to the process that submits the task. */
+  media(hash: string): string {
+    return `${this.prefix}{media:${hash}}`;
+  }
+
+  /** A console session, by the hash of its token. */
+  session(hash: string): string {
+    return `${this.prefix}{sess:${hash}}`;
+  }
+
+  /** A session owner's index of sessions. */
+  sessionOwner(owner: string): string {
+    return `${this.prefix}{sess-owner:${owner}}`;
+  }
+
+  /** /readyz's write probe: one key, or on a cluster `tag` picks a slot per master. */
+  readyProbe(tag?: number): string {
+    return tag === undefined ? `${this.prefix}ready-probe` : `${this.prefix}{ready-probe-${tag}}`;
+  }
 }

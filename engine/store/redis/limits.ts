@@ -137,7 +137,7 @@ export class RedisLimitsStore implements LimitsStore {
   }
 
   private get versionKey(): string {
-    return `${this.keys.prefix}limits:overrides-version`;
+    return this.keys.limitOverridesVersion();
   }
 }
 

@@ -2,19 +2,19 @@
 // a TTL so a task that never reaches its submit does not pin memory. Content-addressed, so two
 // tasks uploading the same image share one key.
 import type { SharedMediaStore } from '../../media/shared.ts';
-import { checkPrefix, type RedisStoreOptions } from './keys.ts';
+import { Keys, type RedisStoreOptions } from './keys.ts';
 
 export class RedisMediaStore implements SharedMediaStore {
   private readonly client: RedisStoreOptions['client'];
-  private readonly prefix: string;
+  private readonly keys: Keys;
 
   constructor(opts: RedisStoreOptions) {
     this.client = opts.client;
-    this.prefix = checkPrefix(opts.prefix);
+    this.keys = new Keys(opts.prefix);
   }
 
   private key(hash: string): string {
-    return `${this.prefix}{media:${hash}}`;
+    return this.keys.media(hash);
   }
 
   async save(hash: string, bytes: Uint8Array, ttlMs: number): Promise<void> {

@@ -4,7 +4,7 @@
 // hashes by creation time, in another slot: it is written first and kept as a superset (a hash
 // whose session is gone costs nothing but a slot in the cap, and leaves it at the lifetime cap).
 import type { SessionRecord, SessionStore } from '../../tenants/store.ts';
-import { checkPrefix, type RedisClient, type RedisStoreOptions } from './keys.ts';
+import { Keys, type RedisClient, type RedisStoreOptions } from './keys.ts';
 import { lua } from './script.ts';
 
 // KEYS: owner index. ARGV: drop-before (ms), created (ms), hash, index ttl (ms), max.
@@ -27,12 +27,12 @@ export interface RedisSessionStoreOptions extends RedisStoreOptions {
 
 export class RedisSessionStore implements SessionStore {
   private readonly client: RedisClient;
-  private readonly prefix: string;
+  private readonly keys: Keys;
   private readonly maxLifetimeMs: number;
 
   constructor(opts: RedisSessionStoreOptions) {
     this.client = opts.client;
-    this.prefix = checkPrefix(opts.prefix);
+    this.keys = new Keys(opts.prefix);
     this.maxLifetimeMs = opts.maxLifetimeMs;
   }
 
@@ -66,10 +66,10 @@ export class RedisSessionStore implements SessionStore {
   }
 
   private key(hash: string): string {
-    return `${this.prefix}{sess:${hash}}`;
+    return this.keys.session(hash);
   }
 
   private ownerKey(owner: string): string {
-    return `${this.prefix}{sess-owner:${owner}}`;
+    return this.keys.sessionOwner(owner);
   }
 }

@@ -219,7 +219,7 @@ export class RedisTaskStore implements TaskStore {
   }
 
   private index(): string {
-    return `${this.keys.prefix}tasks:unsettled`;
+    return this.keys.unsettledTasks();
   }
 
   private tenantIndex(tenantId: string): string {
