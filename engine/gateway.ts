@@ -32,7 +32,7 @@ import { creditsToMilli } from './util/money.ts';
 import { BilledTaskAccounting } from './billing/task-accounting.ts';
 import { BillingService } from './billing/service.ts';
 import { RequestCharges } from './billing/request-charges.ts';
-import { mountAdminBillingRoutes, tenantBillingRouter } from './http/billing-routes.ts';
+import { tenantBillingRouter } from './http/billing-routes.ts';
 import { IdempotencyService } from './idempotency/service.ts';
 import type { LimitsConfigInput } from './limits/config.ts';
 import { LimitsService } from './limits/service.ts';
@@ -44,7 +44,7 @@ import { LedgerReports } from './billing/reports.ts';
 import { TaskConsole } from './tasks/console.ts';
 import { KeySelfService } from './tenants/self-service.ts';
 import { ConsoleSessions } from './tenants/sessions.ts';
-import { mountAdminWebhookRoutes, webhookRouter } from './http/webhook-routes.ts';
+import { webhookRouter } from './http/webhook-routes.ts';
 import { resolveWebhookConfig, type WebhookConfig } from './webhooks/config.ts';
 import { createWebhooks, type Webhooks } from './webhooks/service.ts';
 import { activeByVendor } from './tasks/active.ts';
@@ -262,11 +262,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     metricsToken: config.metrics.enabled ? config.metrics.token : null,
     trustProxy: config.server.trust_proxy,
     admin: {
-      token: config.admin.token, tenants, ajv, sessions,
-      extend: (router) => {
-        mountAdminBillingRoutes(router, billingRoutes);
-        mountAdminWebhookRoutes(router, tenants, webhooks);
-      },
+      token: config.admin.token, tenants, ajv, sessions, billing: billingRoutes, webhooks,
     },
     tenantRouters: [
       tenantBillingRouter(billingRoutes), webhookRouter(webhooks, { auth: consoleAuth }),

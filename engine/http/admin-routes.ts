@@ -1,5 +1,7 @@
-// The operator's admin API (bearer admin token from GATEWAY_ADMIN_TOKEN): tenants, API keys.
-// The CLI (engine/cli) is a client of this API, so it works the same on memory and Redis.
+// The operator's admin API (bearer admin token from GATEWAY_ADMIN_TOKEN): tenants, API keys, and
+// the billing and webhook routes of their areas (./billing-routes.ts, ./webhook-routes.ts),
+// mounted here: a new admin route is added to this router, and nowhere else. The CLI
+// (engine/cli) is a client of this API, so it works the same on memory and Redis.
 import express, { type Router } from 'express';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { compileRequestValidator } from '../validation/request-validator.ts';
@@ -9,7 +11,9 @@ import type { ConsoleSessions } from '../tenants/sessions.ts';
 import type { ApiKeyRecord } from '../tenants/types.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { requireAdminToken } from './auth.ts';
+import { mountAdminBillingRoutes, type BillingRouteDeps } from './billing-routes.ts';
 import { jsonBody } from './body.ts';
+import { mountAdminWebhookRoutes, type WebhookRouteDeps } from './webhook-routes.ts';
 
 export interface AdminDeps {
   token: string;
@@ -17,8 +21,10 @@ export interface AdminDeps {
   ajv: Ajv2020;
   /** When given, an operator console session (cookie) is accepted instead of the bearer token. */
   sessions?: ConsoleSessions;
-  /** Further admin routes (billing, webhooks) mounted by their owners on the same router. */
-  extend?: (router: Router) => void;
+  /** The wallets, ledgers and limits of tenants (./billing-routes.ts). */
+  billing: BillingRouteDeps;
+  /** Tenants' webhook endpoints and deliveries (./webhook-routes.ts). */
+  webhooks: WebhookRouteDeps;
 }
 
 /** A key lives at most 100 years: beyond that its expiry is no date at all. */
@@ -81,7 +87,8 @@ export function adminRouter(deps: AdminDeps): Router {
   router.delete('/keys/:id', async (req, res) => {
     res.json(publicKey(await deps.tenants.revokeKey(req.params.id)));
   });
-  deps.extend?.(router);
+  mountAdminBillingRoutes(router, deps.billing);
+  mountAdminWebhookRoutes(router, deps.tenants, deps.webhooks);
   return router;
 }
 

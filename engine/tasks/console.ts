@@ -1,6 +1,7 @@
 // A tenant's tasks as its console reads them: the filtered, newest-first listing over the
 // store's per-tenant index, and one task with the events it emitted and their deliveries.
 import { GatewayError } from '../errors/gateway-error.ts';
+import { TASK_EVENTS, taskEventsAt } from '../events/bus.ts';
 import { exactCredits } from '../util/money.ts';
 import { eventId } from './ending.ts';
 import type { TaskStore } from './store.ts';
@@ -70,7 +71,7 @@ export class TaskConsole {
     const t = await this.store.get(id);
     // Another tenant's task is as unknown as a missing one.
     if (!t || t.tenant_id !== tenantId) throw new GatewayError('resourceNotFound', `No task ${id}.`);
-    const types = ['task.created', ...(t.status === 'completed' ? ['task.succeeded'] : t.status === 'failed' ? ['task.failed'] : [])];
+    const types = taskEventsAt(t.status);
     const events = await Promise.all(types.map(async (type) => {
       const id = eventId(t.id, type);
       const deliveries = await this.deliveriesOf(tenantId, id);
@@ -78,7 +79,7 @@ export class TaskConsole {
         id,
         type,
         // Events are not stored on their own: the time is the task's (creation, or its last change).
-        created_at: type === 'task.created' ? t.created_at : t.updated_at,
+        created_at: type === TASK_EVENTS.created ? t.created_at : t.updated_at,
         deliveries: deliveries.map((d) => ({ id: d.id, endpoint_id: d.endpoint_id, status: d.status, attempt_count: d.attempt_count, next_attempt_at: d.next_attempt_at })),
       };
     }));

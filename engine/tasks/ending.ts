@@ -3,6 +3,7 @@
 // task.succeeded / task.failed event), re-run by whoever finds them cut short.
 import { hash } from 'node:crypto';
 import type { GatewayError } from '../errors/gateway-error.ts';
+import { TASK_EVENTS } from '../events/bus.ts';
 import { taskDuration, tasksFinished } from '../metrics/metrics.ts';
 import { isoNow } from '../util/clock.ts';
 import type { LifecycleDeps } from './lifecycle-deps.ts';
@@ -36,13 +37,11 @@ export class TaskEnding {
    * derived from the task, so webhooks fan it out once however often it is published.
    */
   async finalize(task: TaskRecord): Promise<void> {
-    if (task.status === 'completed') {
-      await this.d.accounting.complete(task);
-      await this.d.bus.emit(task.tenant_id, 'task.succeeded', eventData(task, taskResponse(task)), { id: eventId(task.id, 'task.succeeded'), traceparent: task.traceparent });
-    } else {
-      await this.d.accounting.abandon(task);
-      await this.d.bus.emit(task.tenant_id, 'task.failed', eventData(task, { task_info: taskInfo(task) }), { id: eventId(task.id, 'task.failed'), traceparent: task.traceparent });
-    }
+    const type = task.status === 'completed' ? TASK_EVENTS.completed : TASK_EVENTS.failed;
+    if (task.status === 'completed') await this.d.accounting.complete(task);
+    else await this.d.accounting.abandon(task);
+    const payload = task.status === 'completed' ? taskResponse(task) : { task_info: taskInfo(task) };
+    await this.d.bus.emit(task.tenant_id, type, eventData(task, payload), { id: eventId(task.id, type), traceparent: task.traceparent });
     await this.d.store.transition(task.id, [task.status], { finalized: true });
   }
 

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { ATTR_DB_OPERATION_NAME } from '@opentelemetry/semantic-conventions';
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
 import { GatewayError, isDependencyUnavailable } from '../errors/gateway-error.ts';
+import { TASK_EVENTS } from '../events/bus.ts';
 import { MediaGoneError, mediaBlobs, tokensIn } from '../media/blobs.ts';
 import { adoptMedia, forgetSharedMedia, shareMedia } from '../media/shared.ts';
 import { submissionsUnknown, tasksCreated } from '../metrics/metrics.ts';
@@ -76,7 +77,7 @@ export class TaskSubmission {
     try {
       if (this.d.sharedMedia) await shareMedia(this.d.sharedMedia, tokensIn(request), route.maxExecutionMs + this.d.sweepGraceMs);
       await (tracing ? traced('store tasks.create', () => this.d.store.create(task), STORE_CREATE) : this.d.store.create(task));
-      await this.d.bus.emit(tenantId, 'task.created', eventData(task, { task_info: taskInfo(task) }), { id: eventId(task.id, 'task.created'), traceparent: task.traceparent });
+      await this.d.bus.emit(tenantId, TASK_EVENTS.created, eventData(task, { task_info: taskInfo(task) }), { id: eventId(task.id, TASK_EVENTS.created), traceparent: task.traceparent });
       tasksCreated.inc({ vendor: route.vendor, route: route.key });
     } catch (err) {
       // Another attempt of the same Idempotency-Key stored this id first: the task is that one's
