@@ -1,17 +1,12 @@
 // Chooses the adapters of every store port from config: `memory` (one process, the embedded
 // default) or `redis` (any number of processes sharing one Redis; jobs on BullMQ).
-import type { BreakerStore } from './upstream/breaker-store.ts';
 import { MemoryBreakerStore } from './store/memory/breakers.ts';
 import type { GatewayConfig } from './config/types.ts';
-import type { WalletStore } from './billing/store.ts';
-import type { IdempotencyStore } from './idempotency/store.ts';
-import type { SharedMediaStore } from './media/shared.ts';
-import { MemoryJobScheduler, type JobErrorReporter, type JobScheduler } from './jobs/scheduler.ts';
-import type { RateCountersFactory } from './limits/store.ts';
-import type { LimitsStore } from './limits/store.ts';
-import type { TaskStore } from './tasks/store.ts';
-import type { SessionStore, TenantStore } from './tenants/store.ts';
-import type { WebhookStore } from './webhooks/store.ts';
+import type { JobErrorReporter } from './jobs/scheduler.ts';
+import type { Stores } from './store/ports.ts';
+
+export type { Stores } from './store/ports.ts';
+import { MemoryJobScheduler } from './store/memory/job-scheduler.ts';
 import { MemoryIdempotencyStore } from './store/memory/idempotency.ts';
 import { MemoryLimitsStore } from './store/memory/limits.ts';
 import { memoryRateCounters } from './store/memory/rate-counters.ts';
@@ -27,29 +22,6 @@ import { LocalResultFiles } from './store/files/result-files.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
-export interface Stores {
-  tasks: TaskStore;
-  tenants: TenantStore;
-  /** Console sessions (engine/tenants/sessions.ts). */
-  sessions: SessionStore;
-  wallets: WalletStore;
-  limits: LimitsStore;
-  idempotency: IdempotencyStore;
-  webhooks: WebhookStore;
-  /** Media bytes shared across processes (redis); undefined with the memory store. */
-  media?: SharedMediaStore;
-  rateCounters: RateCountersFactory;
-  /** The upstream pools' circuit breakers (per process in memory, shared through Redis). */
-  breakers: BreakerStore;
-  scheduler: JobScheduler;
-  /**
-   * Readiness: what does not answer now, among `store` (a PING and a write within `timeoutMs`) and
-   * `job queue` (the scheduler's connections). Empty when ready; always empty in memory.
-   */
-  unavailable(timeoutMs: number): Promise<string[]>;
-  /** Close the scheduler first (running jobs get `graceMs`), then the connections. */
-  close(graceMs?: number): Promise<void>;
-}
 
 export async function createStores(config: GatewayConfig, role: Role, onJobError: JobErrorReporter, onConnectionError: (err: Error) => void = () => {}): Promise<Stores> {
   // Finished tasks are forgotten after the retention period (not scaled: it is wall-clock policy).
@@ -85,7 +57,7 @@ async function redisStores(config: GatewayConfig, role: Role, finishedTtlMs: num
   const [{ RedisBreakerStore }, { BullJobScheduler }, { failFastClient, jobWorkerCluster, pingAll, probeWrites }, {
     RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisSessionStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateCounters,
   }] = await Promise.all([
-    import('./store/redis/breakers.ts'), import('./jobs/bullmq-scheduler.ts'), import('./store/redis/client.ts'), import('./store/redis/index.ts'),
+    import('./store/redis/breakers.ts'), import('./store/redis/job-scheduler.ts'), import('./store/redis/client.ts'), import('./store/redis/index.ts'),
   ]);
   // Requests use fail-fast connections (engine/store/redis/client.ts): while Redis is away they
   // are refused within store.command_timeout_ms (503 / 4003), and nothing they sent is queued to

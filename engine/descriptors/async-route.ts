@@ -10,7 +10,8 @@ import { placeholdersOf } from '../upstream/answer-paths.ts';
 import { compilePricing, PricingConfigError, type PricingBlock, type PricePlan } from './pricing.ts';
 import { ExprError, type CompiledExpr } from '../util/expr.ts';
 import type { VendorCompileContext } from './compile-context.ts';
-import type { RouteSpec, TaskStatus } from './types.ts';
+import type { TaskStatus } from '../tasks/task.ts';
+import type { RouteSpec } from './types.ts';
 
 export interface AsyncRoutePlan {
   readonly kind: 'async';

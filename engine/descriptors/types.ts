@@ -1,9 +1,8 @@
 // TypeScript view of a vendor descriptor (schemas/vendor.schema.json is the source of truth).
+import type { TaskStatus } from '../tasks/task.ts';
 import type { MediaRule } from '../media/checks.ts';
 import type { AuthSpec } from '../upstream/auth-schemes.ts';
 import type { Normaliser, RequestRuleSpec } from '../validation/request-validator.ts';
-export type TaskStatus = 'pending' | 'processing' | 'completed' | 'failed';
-export const TASK_STATUSES: readonly TaskStatus[] = ['pending', 'processing', 'completed', 'failed'];
 
 export interface VendorDescriptor {
   format: 1;

@@ -1,10 +1,9 @@
 // The task record the engine keeps, and the client-facing views of it: the GET response
 // (`task_info` plus result fields beside it) and the `task_info` object itself.
 import type { TaskError } from '../errors/gateway-error.ts';
-import type { TaskStatus } from '../descriptors/types.ts';
-
-// The status words are the descriptors' (their status maps target them); stores read them here.
-export type { TaskStatus };
+/** A task's states; descriptors' status maps target them (engine/descriptors/types.ts). */
+export type TaskStatus = 'pending' | 'processing' | 'completed' | 'failed';
+export const TASK_STATUSES: readonly TaskStatus[] = ['pending', 'processing', 'completed', 'failed'];
 
 export interface TaskRecord {
   id: string;

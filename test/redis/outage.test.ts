@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { BillingService } from '../../engine/billing/service.ts';
 import type { Gateway } from '../../engine/gateway.ts';
-import { BullJobScheduler } from '../../engine/jobs/bullmq-scheduler.ts';
+import { BullJobScheduler } from '../../engine/store/redis/job-scheduler.ts';
 import { failFastRedis } from '../../engine/store/redis/client.ts';
 import { RedisWalletStore } from '../../engine/store/redis/index.ts';
 import { newTenant, startTestGateway } from '../helpers/gateway.ts';

@@ -14,7 +14,7 @@
 //    not a defect. Other error replies (NOSCRIPT, WRONGTYPE, a syntax error) pass through
 //    unchanged: those are defects, answered 500 / 4002 and logged.
 // Background work does not use these semantics to wait: its jobs fail and BullMQ, whose worker
-// connections wait for Redis, runs them again once it is back (engine/jobs/bullmq-scheduler.ts).
+// connections wait for Redis, runs them again once it is back (./job-scheduler.ts).
 //
 // The same holds on a Redis Cluster (`store.redis_cluster_nodes`): the per-node connections get
 // the options above, and the cluster client itself has no offline queue either. A command whose

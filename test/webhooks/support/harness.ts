@@ -1,7 +1,7 @@
 // Wires the webhooks part the way the app does (memory store, memory scheduler, event bus,
 // Piscina pool) with test config, and offers a polling wait instead of fixed sleeps.
 import { EventBus } from '../../../engine/events/bus.ts';
-import { MemoryJobScheduler } from '../../../engine/jobs/scheduler.ts';
+import { MemoryJobScheduler } from '../../../engine/store/memory/job-scheduler.ts';
 import { systemClock, type Clock } from '../../../engine/util/clock.ts';
 import { MemoryWebhookStore } from '../../../engine/store/memory/webhooks.ts';
 import { resolveWebhookConfig } from '../../../engine/webhooks/config.ts';

@@ -11,9 +11,9 @@
 // the workers resume on their own.
 import { Queue, Worker, type ConnectionOptions } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
-import { dependencyUnavailable } from '../errors/gateway-error.ts';
-import { within } from '../util/within.ts';
-import type { JobErrorReporter, JobHandler, JobScheduler, QueueStats } from './scheduler.ts';
+import { dependencyUnavailable } from '../../errors/gateway-error.ts';
+import { within } from '../../util/within.ts';
+import type { JobErrorReporter, JobHandler, JobScheduler, QueueStats } from '../../jobs/scheduler.ts';
 
 export interface BullJobSchedulerOptions {
   /** Redis URL (config store.redis_url), for the workers' connections. */
