@@ -63,11 +63,21 @@ export async function runVendorFixtures(v: LoadedVendor, where: string, requests
   return out;
 }
 
+/**
+ * A descriptor with no fixture at all: an error, whatever its routes (an async route without
+ * fixtures is reported by its own run, so this speaks for descriptors of proxied routes only).
+ */
+export function noFixtures(v: LoadedVendor, where: string): FixtureFinding[] {
+  if (v.fixtures.size > 0 || v.descriptor.routes.some((r) => r.kind === 'async')) return [];
+  return [{ pointer: '/routes', message: `no fixtures in ${where}/: the sandbox cannot play this descriptor and serve refuses it`, severity: 'error' }];
+}
+
 /** The errors of the loaded (enabled) descriptors' runs, positioned in their files: what `serve` refuses to start on. */
 export async function fixtureProblems(loaded: readonly LoadedVendor[]): Promise<Problem[]> {
   const out: Problem[] = [];
   for (const v of loaded) {
     const where = `${relative(process.cwd(), v.file).replace(/\.ya?ml$/, '')}/fixtures`;
+    for (const f of noFixtures(v, where)) out.push(v.source.problem(f.pointer, `${f.message} [fixture]`));
     for (const run of (await runVendorFixtures(v, where)).values()) {
       for (const f of run.findings) if (f.severity === 'error') out.push(v.source.problem(f.pointer, `${f.message} [fixture]`));
     }

@@ -13,7 +13,7 @@ import { GatewayError } from '../errors/gateway-error.ts';
 import { compileExpr, ExprError, type CompiledExpr } from '../util/expr.ts';
 import type { RequestValidator } from '../validation/request-validator.ts';
 import { declaredProperties, inlineRefs, isObject, lookupField, refsIn, requestSchemaBase, resolveRef, type SchemaRegistry } from '../validation/json-schema.ts';
-import { describeValue as describe, runRouteFixtures } from '../sandbox/fixture-run.ts';
+import { describeValue as describe, noFixtures, runRouteFixtures } from '../sandbox/fixture-run.ts';
 import { rootFieldRefs } from './expr-refs.ts';
 import { escapePointer, finding, type CheckName, type Finding, type Severity } from './findings.ts';
 import { unknownPlaceholders } from './fixtures.ts';
@@ -59,6 +59,7 @@ export async function checkVendor(v: LoadedVendor, c: VendorCheckContext): Promi
   (d.sandbox?.reject ?? []).forEach((x, j) => compile(`/sandbox/reject/${j}/when`, x.when));
   const fixtureDir = `${relative(process.cwd(), v.file).replace(/\.ya?ml$/, '')}/fixtures`;
   out.push(...fixtureNames(v, fixtureDir));
+  for (const f of noFixtures(v, fixtureDir)) out.push(finding(v.source.problem(f.pointer, f.message), 'fixture', f.severity));
   for (const [i, r] of d.routes.entries()) {
     await checkRoute(v, r, `/routes/${i}`, { ...c, at, compile, factsOnly, sandboxPrompt, fixtureDir });
   }

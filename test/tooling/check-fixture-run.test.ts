@@ -120,6 +120,14 @@ describe('gateway check runs the fixtures end to end', () => {
     expect(f[0]!.line).to.equal(lineOf(text, '    upstream:'));
   });
 
+  it('a descriptor of proxied routes with no fixtures at all is an error too', async () => {
+    const dir = vendorsDir([{ name: 'acme_chat', style: 'stream' }]);
+    rmSync(join(dir, 'acme_chat', 'fixtures'), { recursive: true });
+    const f = (await errors(dir)).filter((x) => x.check === 'fixture');
+    expect(f.map((x) => [x.pointer, x.message.replace(/ \S+\/fixtures\//, ' …/')])).to.deep.equal([['/routes', 'no fixtures in …/: the sandbox cannot play this descriptor and serve refuses it']]);
+    expect(f[0]!.line).to.be.greaterThan(1);
+  });
+
   it('serve refuses what check refuses: a fixture error, and a route with no fixtures', async () => {
     const dir = vendorsDir();
     writeFixture(dir, 'acme', 'generation', 'running', { output: { task_id: ID, status: 'WARMING_UP' } });
