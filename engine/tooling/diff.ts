@@ -236,7 +236,8 @@ async function diffRoute(key: string, o: Located, n: Located, changes: Change[])
   const { cancel: cn, ...upn } = rn.upstream ?? {};
   for (const l of leafDiff(upo, upn, 'upstream')) add('upstream', l.text, l.path);
   if (isObject(co) && isObject(cn)) for (const l of leafDiff(co, cn, 'upstream.cancel')) add('upstream', l.text, l.path);
-  else if (!isDeepStrictEqual(co, cn)) add(cn === 'none' ? 'breaking' : co === 'none' ? 'compatible' : 'upstream', `${cancelPolicy(co)} → ${cancelPolicy(cn)}`, 'upstream.cancel');
+  // No cancel declared (a revision older than the required policy) did what `local` does.
+  else if (!isDeepStrictEqual(co ?? 'local', cn ?? 'local')) add(cn === 'none' ? 'breaking' : co === 'none' ? 'compatible' : 'upstream', `${cancelPolicy(co)} → ${cancelPolicy(cn)}`, 'upstream.cancel');
   // Proxy routes: token prices are billing; the rest is how the upstream is called.
   const { token_prices: tpo, ...pxo } = ro.proxy ?? ({} as NonNullable<RouteSpec['proxy']>);
   const { token_prices: tpn, ...pxn } = rn.proxy ?? ({} as NonNullable<RouteSpec['proxy']>);
