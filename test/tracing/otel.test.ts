@@ -285,7 +285,7 @@ tracing: { enabled: ${enabled}, otlp_endpoint: "${otlp.url}", service_name: gw-u
       const { loadConfigText } = await import(${JSON.stringify(`${ROOT}engine/load-config.ts`)});
       const { startGateway } = await import(${JSON.stringify(`${ROOT}engine/gateway.ts`)});
       const { createLogger } = await import(${JSON.stringify(`${ROOT}engine/log/logger.ts`)});
-      const config = loadConfigText('server: { host: 127.0.0.1, port: 0 }\\nsandbox: { enabled: true, demo_api_key: ${DEMO_KEY} }\\nmetrics: { enabled: false }\\ntracing: { enabled: false }\\n', ${JSON.stringify(ROOT)}, { env: {} });
+      const config = loadConfigText('server: { host: 127.0.0.1, port: 0 }\\nsandbox: { enabled: true, demo_api_key: ${DEMO_KEY} }\\nmetrics: { enabled: false }\\ntracing: { enabled: false }\\nvendors: { enabled: [provider_c] }\\n', ${JSON.stringify(ROOT)}, { env: {} });
       const gw = await startGateway(config, { logger: createLogger('silent') });
       const r = await fetch(gw.url + '/v1/models', { headers: { authorization: 'Bearer ${DEMO_KEY}' } });
       await gw.close();
