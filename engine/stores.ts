@@ -104,7 +104,7 @@ async function redisStores(config: GatewayConfig, role: Role, finishedTtlMs: num
     scheduler,
     unavailable: async (timeoutMs) => {
       // Answering is not enough: a store that refuses writes (OOM, READONLY) refuses most requests.
-      const [store, jobs] = await Promise.all([within(pingAll(client).then(() => probeWrites(client, o.prefix)), timeoutMs), scheduler.connected()]);
+      const [store, jobs] = await Promise.all([within(Promise.all([pingAll(client), probeWrites(client, o.prefix)]), timeoutMs), scheduler.connected()]);
       return [...(store === 'done' ? [] : ['store']), ...(jobs ? [] : ['job queue'])];
     },
     close: async (graceMs) => {

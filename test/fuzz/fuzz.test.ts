@@ -44,7 +44,9 @@ interface Answer {
  * in flight while the store refused writes (then, and only then, 503 / 4003 is allowed).
  */
 export function breach(r: FuzzRequest, a: Answer, duringFault = false): string | undefined {
-  if (a.status >= 500 && !(a.status === 503 && duringFault)) return `${a.status} answer${a.status === 503 ? ' outside a store fault' : ''}`;
+  // /readyz says 503 whenever the store does not answer its probe within 500 ms: a loaded machine.
+  const readiness = r.path === '/readyz' && ['GET', 'HEAD'].includes(r.method.toUpperCase());
+  if (a.status >= 500 && !(a.status === 503 && (duringFault || readiness))) return `${a.status} answer${a.status === 503 ? ' outside a store fault' : ''}`;
   if ((a.status === 429 || a.status === 503) && !/^\d+$/.test(String(a.headers['retry-after'] ?? ''))) return `${a.status} without Retry-After`;
   if (a.status === 503 && !/"error_code":4003\b/.test(a.body)) return `503 with another code than 4003: ${a.body.slice(0, 120)}`;
   const tp = a.headers.traceparent;
