@@ -35,15 +35,19 @@ export interface ConfigOptions {
   graceMs?: number;
   /** The `results:` mapping (default: off, the providers' URLs pass through). */
   results?: string;
+  /** Model D (provider_d) too, its upstream at this URL. */
+  providerDUrl?: string;
+  /** server.public_base_url (push callbacks on for routes that declare one). */
+  publicBaseUrl?: string;
 }
 
 /** A config file for processes sharing one Redis; provider_b only, its upstream a test server. */
 export function writeConfig(o: ConfigOptions): string {
   const dir = mkdtempSync(join(tmpdir(), 'gw-mp-'));
-  const enabled = [...(o.modelAUrl ? ['provider_a'] : []), 'provider_b', ...(o.chatUrl ? ['provider_c'] : [])];
+  const enabled = [...(o.modelAUrl ? ['provider_a'] : []), 'provider_b', ...(o.chatUrl ? ['provider_c'] : []), ...(o.providerDUrl ? ['provider_d'] : [])];
   const file = join(dir, 'config.yaml');
   writeFileSync(file, `
-server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: ${o.graceMs ?? 2000} }
+server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: ${o.graceMs ?? 2000}${o.publicBaseUrl ? `, public_base_url: "${o.publicBaseUrl}"` : ''} }
 store: { kind: redis, redis_url: "${o.redisUrl}",${o.clusterNodes ? ` redis_cluster_nodes: ${JSON.stringify(o.clusterNodes)},` : ''} key_prefix: "${o.prefix}", job_lock_ms: 30000 }
 sandbox: { enabled: false }
 admin: { token: ${ADMIN} }
@@ -53,7 +57,7 @@ vendors: { dir: ${JSON.stringify(o.vendorsDir ?? join(ROOT, 'vendors'))}, enable
 upstreams:
   provider_b: ${o.members ? `{ timeout_ms: 5000, members: ${JSON.stringify(o.members.map((m) => ({ id: m.id, base_url: m.url, credentials: { api_key: 'mp-secret' } })))}, breaker: { failures: 3, cooldown_ms: 600000 } }` : `{ base_url: "${o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }`}
   provider_a: { base_url: "${o.modelAUrl ?? o.upstreamUrl}", credentials: { api_key: mp-secret }, timeout_ms: 5000 }
-${o.chatUrl ? `  provider_c: { base_url: "${o.chatUrl}", credentials: { api_key: ${o.chatKey ?? 'mp-secret'} }, timeout_ms: 5000 }\n` : ''}${NO_LIMITS}
+${o.chatUrl ? `  provider_c: { base_url: "${o.chatUrl}", credentials: { api_key: ${o.chatKey ?? 'mp-secret'} }, timeout_ms: 5000 }\n` : ''}${o.providerDUrl ? `  provider_d: { base_url: "${o.providerDUrl}", credentials: { api_key: sk-d-upstream }, timeout_ms: 5000 }\n` : ''}${NO_LIMITS}
 metrics: { port: 0 }
 webhooks: { allow_private_cidrs: ["127.0.0.1/32"], ca_pem: ${JSON.stringify(o.caPem ? [o.caPem] : [])} }
 results: ${o.results ?? '{ store: off }'}

@@ -8,32 +8,17 @@
 // racing a poll settles once; polls go on at ten times the interval as the safety net; without
 // public_base_url nothing changes (no URL sent, no route). The sandbox pushes too.
 import { expect } from 'chai';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Gateway } from '../../engine/gateway.ts';
-import { call, newTenant, ROOT, startTestGateway, waitForTask } from '../helpers/gateway.ts';
+import { call, newTenant, startTestGateway, waitForTask } from '../helpers/gateway.ts';
 import { FakeUpstream, json } from '../helpers/upstream.ts';
 import { waitFor } from '../webhooks/support/harness.ts';
+import { vendorsWithCallback } from './callback-vendor.ts';
 
 const D = '/vendors/provider_d/v1/model_d/generation';
 const PUBLIC = 'https://gw.example.com';
-
-/** provider_d as shipped, with a push callback declared on model D's route. */
-function vendorsWithCallback(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'gw-callback-'));
-  cpSync(join(ROOT, 'vendors/provider_d'), join(dir, 'provider_d'), { recursive: true });
-  const yaml = readFileSync(join(ROOT, 'vendors/provider_d.yaml'), 'utf8');
-  const anchor = '        path: /api/v1/tasks/{upstream_task_id}/cancel\n    result:\n      images:';
-  expect(yaml).to.contain(anchor);
-  writeFileSync(
-    join(dir, 'provider_d.yaml'),
-    yaml.replace(anchor, '        path: /api/v1/tasks/{upstream_task_id}/cancel\n      callback:\n        url_field: parameters.callback_url\n        status: output.task_status\n    result:\n      images:'),
-  );
-  return dir;
-}
 
 interface UpTask {
   status: 'PENDING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED';
