@@ -5,7 +5,7 @@
 // at a defect (WRONGTYPE) stay what they are. /readyz's write probe sees what PING does not.
 import { expect } from 'chai';
 import { ReplyError } from 'ioredis';
-import { failFastRedis, probeWrites, type FailFastRedis } from '../../engine/store/redis/client.ts';
+import { failFastRedis, isStoreAway, probeWrites, type FailFastRedis } from '../../engine/store/redis/client.ts';
 import { startRedis, type RedisServer } from '../helpers/redis.ts';
 
 const refusal = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e as { code?: number; status?: number; headers?: Record<string, string>; cause?: unknown });
@@ -72,6 +72,17 @@ describe('redis mode: error replies of a refusing store are 503 / 4003', functio
       await running;
       await admin.config('SET', 'busy-reply-threshold', '5000');
     }
+  });
+
+  it('classifies every refusal kind as the store away, and defects as defects', () => {
+    const away = ['OOM command not allowed', 'READONLY You can\'t write against a read only replica.', 'LOADING Redis is loading the dataset in memory',
+      'BUSY Redis is busy running a script.', 'MISCONF Redis is configured to save RDB snapshots', 'NOREPLICAS Not enough good replicas to write.',
+      'CLUSTERDOWN The cluster is down', 'MASTERDOWN Link with MASTER is down', 'TRYAGAIN Multiple keys request during rehashing of slot',
+      'MOVED 3999 127.0.0.1:6381', 'ASK 3999 127.0.0.1:6381', 'EXECABORT Transaction discarded because of previous errors.', 'UNBLOCKED force unblock'];
+    for (const m of away) expect(isStoreAway(new ReplyError(m)), m).to.equal(true);
+    // Not a reply at all: a timeout, a dropped connection, a Cluster that gave up following redirections.
+    for (const m of ['Command timed out', 'Connection is closed.', 'Too many Cluster redirections. Last error: MOVED 1 x:1']) expect(isStoreAway(new Error(m)), m).to.equal(true);
+    for (const m of ['WRONGTYPE Operation against a key holding the wrong kind of value', 'NOSCRIPT No matching script', 'ERR syntax error']) expect(isStoreAway(new ReplyError(m)), m).to.equal(false);
   });
 
   it('a defect stays a ReplyError (WRONGTYPE), not an outage', async () => {
