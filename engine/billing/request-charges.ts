@@ -8,12 +8,12 @@
 // twice.
 import type { Logger } from 'pino';
 import { dependencyUnavailable, GatewayError } from '../errors/gateway-error.ts';
+import { throttled } from '../log/throttle.ts';
 import { chargeWriteFailures } from '../metrics/metrics.ts';
 import type { ProxyBilling } from '../proxy/ports.ts';
 import { RetryUntilDone } from '../util/retry-until-done.ts';
 import type { Milli } from '../util/money.ts';
 import type { BillingService } from './service.ts';
-import { throttled } from '../log/throttle.ts';
 
 export class RequestCharges implements ProxyBilling {
   private readonly billing: BillingService;

@@ -233,10 +233,10 @@ export class TaskSubmission {
     submissionsUnknown.inc({ vendor: route.vendor, route: route.key, action: redrive ? 'redriven' : 'failed' });
     const log = { task_id: task.id, vendor: route.vendor, route: route.key, sent_at: isoAt(task.submit_sent_at!) };
     if (redrive) {
-      this.d.logger.warn(log, `submission outcome unknown: sent again with the same ${route.submit.idempotencyHeader}`);
+      throttled(this.d.logger).warn(log, `submission outcome unknown: sent again with the same ${route.submit.idempotencyHeader}`);
       return true;
     }
-    this.d.logger.error(log, 'submission outcome unknown: the task fails with 4010 (the provider may have taken it)');
+    throttled(this.d.logger).error(log, 'submission outcome unknown: the task fails with 4010 (the provider may have taken it)');
     await this.ending.fail(task, new GatewayError('submissionOutcomeUnknown', 'The task was sent to the provider, but the gateway stopped before it recorded the answer, and the provider cannot recognise a second submission: the task was not sent again, and it is not billed.'));
     return false;
   }
