@@ -25,7 +25,10 @@ describe('catalogue: each entry plays in the sandbox', function () {
       if (r.kind === 'async') {
         it(`${vendor}/${r.id}: its first example completes; with [sandbox:fail] it fails`, async () => {
           const example = r.request.examples[0];
-          const promptField = Object.keys(example).find((k) => /prompt|text/i.test(k));
+          // `prompt`, else the first field named for it (the provider's own name: Runway's promptText).
+          const promptField = 'prompt' in example ? 'prompt' : Object.keys(example).find((k) => /prompt|text/i.test(k));
+          expect(typeof example[promptField!], 'a prompt is text').to.equal('string');
+          expect(example[promptField!]).not.to.match(/^(https?:|data:)/);
           expect(promptField, 'the first example carries its prompt in a field named for it').to.be.a('string');
           const created = await call(gw.url, 'POST', path, { key: DEMO_KEY, body: example });
           expect(created.status, created.text).to.equal(r.status);
