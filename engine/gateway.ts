@@ -204,16 +204,12 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     clock,
     onError: (err, dropped) => throttled(logger)[dropped ? 'error' : 'warn']({ err }, dropped ? 'an Idempotency-Key stays claimed until its lease runs out' : 'Idempotency-Key claims wait for the store to be released'),
   });
-  // The result store: the result host is results.base_url, else server.public_base_url, else
-  // the address this process listens on (known once it listens; a worker uses the configured one).
+  // The result host: results.base_url, else server.public_base_url, else this process's address once it listens.
   let listening = '';
   const resultBackend = await createResultBackend(config);
   const resultHost = (config.results.base_url ?? config.server.public_base_url)?.replace(/\/+$/, '');
-  const results = resultBackend && new ResultService({
-    backend: resultBackend, tasks, config: config.results, clock, logger, scheduler, timeScale: config.timing.scale,
-    baseUrl: () => resultHost ?? (listening || `http://${config.server.host}:${config.server.port}`),
-    trustedOrigins: sandbox ? [new URL(sandbox.urlFor('x')).origin] : [],
-  });
+  const results = resultBackend && new ResultService({ backend: resultBackend, tasks, config: config.results, clock, logger, scheduler, timeScale: config.timing.scale,
+    baseUrl: () => resultHost ?? (listening || `http://${config.server.host}:${config.server.port}`), trustedOrigins: sandbox ? [new URL(sandbox.urlFor('x')).origin] : [] });
   const accounting = new BilledTaskAccounting(billing, limits, { tasks, clock, tenantIds: async () => (await tenants.listTenants()).map((t) => t.id) });
   const lifecycle = new TaskLifecycle({ store: tasks, scheduler, bus, clock, accounting, logger, routes, pollErrorLimit: config.timing.poll_error_limit,
     sweepIntervalMs: Math.max(1, Math.round(config.timing.sweep_interval_ms * config.timing.scale)),
@@ -269,7 +265,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
       consoleSessionRouter(sessions),
       tenantConsoleRouter({ keys: new KeySelfService(tenants, () => clock.now()), tasks: taskConsole, reports, sessions, auth: consoleAuth, ajv, clock, storage: results && ((id) => results.storageUse(id)) }),
       // The pages last: their /console/:a… patterns would otherwise label the /console/v1 API routes.
-      consolePagesRouter({ imgOrigins: sandbox ? [new URL(sandbox.urlFor('x')).origin] : [] }),
+      // Thumbnails come from the result host (an http one of its own needs naming) or, with the store off, the sandbox.
+      consolePagesRouter({ imgOrigins: [...(sandbox ? [new URL(sandbox.urlFor('x')).origin] : []), ...(results && resultHost ? [new URL(resultHost).origin] : [])] }),
     ],
   });
   // Every request enters here: descriptor routes to the data plane, the rest to express.
