@@ -28,6 +28,8 @@ export interface GatewayConfig {
     key_prefix: string;
     job_lock_ms: number;
     task_retention_hours: number;
+    /** Settled and released holds are forgotten this long after they closed (both stores). */
+    hold_retention_hours: number;
     /** memory: ledger entries kept per wallet, newest first (balances stay exact). */
     memory_ledger_entries: number;
     /** memory: finished tasks kept at most; past it the oldest finished are forgotten (404) first. */

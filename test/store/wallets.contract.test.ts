@@ -464,26 +464,6 @@ forEachBackend('WalletStore contract', (env) => {
         expect(() => new MemoryWalletStore({ ledgerEntries: 0 })).to.throw(/ledgerEntries/);
       });
 
-      it('forgets a closed hold closedHoldTtlMs after it closed; open holds and the ledger stay', async () => {
-        const clock = new ManualClock();
-        const s = new MemoryWalletStore({ closedHoldTtlMs: 60_000, clock });
-        await s.credit(T, 'topup', 'p', 10_000, '', AT);
-        await s.hold(T, 'done', 1_000, '', AT);
-        await s.hold(T, 'running', 1_000, '', AT);
-        await s.settle(T, 'done', 1_000, '', AT);
-        clock.advance(59_999);
-        await s.charge(T, 'later', 1, '', AT);
-        expect((await s.settle(T, 'done', 1_000, '', AT)).status).to.equal('duplicate');
-        clock.advance(1);
-        await s.charge(T, 'later2', 1, '', AT); // closing a hold forgets the ones due
-        expect((await s.settle(T, 'done', 1_000, '', AT)).status).to.equal('unknown');
-        const snap = await s.snapshot(T);
-        expect(snap.holds.map((h) => h.ref)).to.deep.equal(['running', 'later', 'later2']);
-        expect(snap.entries).to.have.length(1 + 1 + 1 + 1 + 2 + 2);
-        expect(checkLedger(snap).violations).to.deep.equal([]);
-        expect(() => new MemoryWalletStore({ closedHoldTtlMs: -1 })).to.throw(/closedHoldTtlMs/);
-      });
-
       it('keeps at most ledgerEntries closed holds per wallet, forgetting the oldest (a charge per chat request is no bound otherwise)', async () => {
         const s = new MemoryWalletStore({ ledgerEntries: 3, closedHoldTtlMs: 3_600_000 });
         await s.credit(T, 'topup', 'p', 10_000, '', AT);
@@ -494,6 +474,53 @@ forEachBackend('WalletStore contract', (env) => {
       });
     });
   }
+
+  describe('closed-hold retention (store.hold_retention_hours)', () => {
+    it('forgets a closed hold closedHoldTtlMs after it closed, on either connection; open holds and the ledger stay', async () => {
+      const clock = new ManualClock();
+      const { a: s, b: s2 } = env.pair<WalletStore>(
+        () => new MemoryWalletStore({ closedHoldTtlMs: 60_000, clock }),
+        (client, p) => new RedisWalletStore({ client, prefix: p, closedHoldTtlMs: 60_000, clock }),
+      );
+      await s.credit(T, 'topup', 'p', 10_000, '', AT);
+      await s.hold(T, 'done', 1_000, '', AT);
+      await s.hold(T, 'running', 1_000, '', AT);
+      await s.settle(T, 'done', 1_000, '', AT);
+      clock.advance(59_999);
+      await s2.charge(T, 'later', 1, '', AT);
+      expect((await s.settle(T, 'done', 1_000, '', AT)).status).to.equal('duplicate');
+      clock.advance(1);
+      await s2.charge(T, 'later2', 1, '', AT); // closing a hold forgets the ones due
+      expect((await s.settle(T, 'done', 1_000, '', AT)).status).to.equal('unknown');
+      const snap = await s.snapshot(T);
+      expect(snap.holds.map((h) => h.ref)).to.deep.equal(['running', 'later', 'later2']);
+      expect(snap.entries).to.have.length(1 + 1 + 1 + 1 + 2 + 2);
+      expect(checkLedger(snap).violations).to.deep.equal([]);
+      expect(snap.wallet).to.include({ balance: 10_000 - 1_000 - 2, held: 1_000 });
+    });
+
+    it('keeps the closed holds of the last window only, however many close (a charge per chat request)', async () => {
+      const clock = new ManualClock();
+      const { a: s, prefix: p } = env.pair<WalletStore>(
+        () => new MemoryWalletStore({ closedHoldTtlMs: 1_000, clock }),
+        (client, px) => new RedisWalletStore({ client, prefix: px, closedHoldTtlMs: 1_000, clock }),
+      );
+      await s.credit(T, 'topup', 'p', 1_000_000, '', AT);
+      for (let i = 0; i < 300; i++) {
+        await s.charge(T, `c${i}`, 1, '', AT);
+        clock.advance(100); // 10 closes per window
+      }
+      const snap = await s.snapshot(T);
+      expect(snap.holds.length).to.be.at.most(11);
+      expect(snap.entries).to.have.length(1 + 600); // the ledger keeps every line
+      if (env.isRedis) {
+        expect(Number(await env.a.hlen(`${p}{t:${T}}:holds`))).to.equal(snap.holds.length);
+        expect(Number(await env.a.zcard(`${p}{t:${T}}:closed`))).to.equal(snap.holds.length);
+        expect(() => new RedisWalletStore({ client: env.a, prefix: 'x:', closedHoldTtlMs: -1 })).to.throw(/closedHoldTtlMs/);
+      }
+      expect(() => new MemoryWalletStore({ closedHoldTtlMs: -1 })).to.throw(/closedHoldTtlMs/);
+    });
+  });
 
   if (env.isRedis) {
     describe('redis specifics', () => {

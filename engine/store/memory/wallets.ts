@@ -7,7 +7,8 @@
 // finished tasks they belong to, or sooner once the wallet has `ledgerEntries` of them (a chat
 // charge closes a hold per request: at hundreds of requests a second, a 30-day retention alone
 // would be no bound). A closed hold is needed only while its settle, release or charge may be
-// repeated (seconds to the sweep's grace), so forgetting the oldest is safe. The Redis adapter keeps the whole ledger (see redis/wallets.ts).
+// repeated (seconds to the sweep's grace), so forgetting the oldest is safe. The Redis adapter keeps
+// the whole ledger and forgets closed holds after the same retention (see redis/wallets.ts).
 import { prefixedId } from '../../util/ids.ts';
 import {
   applyLowBalance,

@@ -7,6 +7,8 @@
 //                              an entry's seq is its position (index + 1)
 //   <p>{t:<id>}:holds    hash  ref -> "state|amount|settled|released|charge|seq|at"
 //   <p>{t:<id>}:credits  hash  "<kind>:<ref>" -> seq of the credit entry (idempotent credits)
+//   <p>{t:<id>}:closed   zset  ref -> when the closed hold is forgotten (ms); only with a
+//                              closedHoldTtlMs, like the memory adapter's closed-hold retention
 import type { Milli } from '../../util/money.ts';
 import type {
   AlertState,
@@ -25,6 +27,7 @@ import type {
   WalletSnapshot,
   WalletStore,
 } from '../../billing/store.ts';
+import { systemClock, type Clock } from '../../util/clock.ts';
 import { prefixedId } from '../../util/ids.ts';
 import { Keys, type RedisStoreOptions } from './keys.ts';
 import { lua } from './script.ts';
@@ -48,6 +51,18 @@ local function append(L, w, id, at, kind, amount, ref, note)
 end
 local function hold_str(h)
   return h.state .. '|' .. num(h.amount) .. '|' .. num(h.settled) .. '|' .. num(h.released) .. '|' .. h.charge .. '|' .. num(h.seq) .. '|' .. h.at
+end
+-- Remembers when the closed hold ref is forgotten, and forgets (HDEL) up to 10 holds already
+-- due: each close adds one and drains up to ten, so the closed holds kept stay those of the
+-- last ttl ms (plus the ones of a tenant that stopped closing). ttl 0: closed holds are kept.
+local function forget(H, C, ref, now, ttl)
+  if ttl <= 0 then return end
+  local due = redis.call('ZRANGEBYSCORE', C, '-inf', now, 'LIMIT', 0, 10)
+  for _, r in ipairs(due) do
+    redis.call('HDEL', H, r)
+    redis.call('ZREM', C, r)
+  end
+  redis.call('ZADD', C, now + ttl, ref)
 end
 local function hold_parse(s)
   local st, a, se, re, ch, sq, at = string.match(s, '^(%a+)|(-?%d+)|(-?%d+)|(-?%d+)|(%d)|(%d+)|(.*)$')
@@ -90,7 +105,8 @@ wsave(KEYS[1], w)
 return result('held', hold_str(h), w)
 `);
 
-// KEYS: wallet, ledger, holds, open. ARGV: ref, actual ('' = release everything), note, at, id1, id2.
+// KEYS: wallet, ledger, holds, open, closed. ARGV: ref, actual ('' = release everything), note,
+// at, id1, id2, now ms, closed-hold ttl ms.
 const CLOSE = wlua(`
 local w = wget(KEYS[1])
 local ex = redis.call('HGET', KEYS[3], ARGV[1])
@@ -116,13 +132,15 @@ h.settled = settled
 h.released = released
 redis.call('HSET', KEYS[3], ARGV[1], hold_str(h))
 redis.call('SREM', KEYS[4], ARGV[1])
+forget(KEYS[3], KEYS[5], ARGV[1], tonumber(ARGV[7]), tonumber(ARGV[8]))
 w.h = w.h - h.amount
 w.b = w.b - settled
 wsave(KEYS[1], w)
 return result('closed', hold_str(h), w)
 `);
 
-// KEYS: wallet, ledger, holds. ARGV: ref, amount, note, at, id1, id2.
+// KEYS: wallet, ledger, holds, open, closed. ARGV: ref, amount, note, at, id1, id2, now ms,
+// closed-hold ttl ms.
 const CHARGE = wlua(`
 local w = wget(KEYS[1])
 local ex = redis.call('HGET', KEYS[3], ARGV[1])
@@ -132,6 +150,7 @@ local seq = append(KEYS[2], w, ARGV[5], ARGV[4], 'hold', amount, ARGV[1], ARGV[3
 append(KEYS[2], w, ARGV[6], ARGV[4], 'settle', amount, ARGV[1], ARGV[3])
 local h = { state = 'settled', amount = amount, settled = amount, released = 0, charge = '1', seq = seq, at = ARGV[4] }
 redis.call('HSET', KEYS[3], ARGV[1], hold_str(h))
+forget(KEYS[3], KEYS[5], ARGV[1], tonumber(ARGV[7]), tonumber(ARGV[8]))
 w.b = w.b - amount
 wsave(KEYS[1], w)
 return result('closed', hold_str(h), w)
@@ -185,13 +204,25 @@ return { result('', '', w), redis.call('LRANGE', KEYS[2], 0, -1), redis.call('HG
 
 const HOLD_STATE: Record<string, HoldState> = { open: 'open', settled: 'settled', released: 'released' };
 
+export interface RedisWalletStoreOptions extends RedisStoreOptions {
+  /** Settled and released holds are forgotten this long after they closed; 0 (the default): kept. */
+  closedHoldTtlMs?: number;
+  /** Decides when a closed hold is due (the callers' clock, as in the memory adapter). */
+  clock?: Clock;
+}
+
 export class RedisWalletStore implements WalletStore {
   private readonly client: RedisStoreOptions['client'];
   private readonly keys: Keys;
+  private readonly closedHoldTtlMs: number;
+  private readonly clock: Clock;
 
-  constructor(opts: RedisStoreOptions) {
+  constructor(opts: RedisWalletStoreOptions) {
     this.client = opts.client;
     this.keys = new Keys(opts.prefix);
+    this.closedHoldTtlMs = opts.closedHoldTtlMs ?? 0;
+    if (!Number.isSafeInteger(this.closedHoldTtlMs) || this.closedHoldTtlMs < 0) throw new Error('closedHoldTtlMs must be a non-negative integer');
+    this.clock = opts.clock ?? systemClock;
   }
 
   async get(tenantId: string): Promise<WalletRecord> {
@@ -213,15 +244,15 @@ export class RedisWalletStore implements WalletStore {
   }
 
   async settle(tenantId: string, ref: string, actual: Milli, note: string, at: string): Promise<CloseResult> {
-    return this.close(CLOSE, tenantId, [ref, String(actual), note, at, prefixedId('led_'), prefixedId('led_')]);
+    return this.close(CLOSE, tenantId, [ref, String(actual), note, at, prefixedId('led_'), prefixedId('led_'), ...this.forgetArgs()]);
   }
 
   async release(tenantId: string, ref: string, note: string, at: string): Promise<CloseResult> {
-    return this.close(CLOSE, tenantId, [ref, '', note, at, prefixedId('led_'), prefixedId('led_')]);
+    return this.close(CLOSE, tenantId, [ref, '', note, at, prefixedId('led_'), prefixedId('led_'), ...this.forgetArgs()]);
   }
 
   async charge(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<CloseResult> {
-    return this.close(CHARGE, tenantId, [ref, String(amount), note, at, prefixedId('led_'), prefixedId('led_')]);
+    return this.close(CHARGE, tenantId, [ref, String(amount), note, at, prefixedId('led_'), prefixedId('led_'), ...this.forgetArgs()]);
   }
 
   async list(tenantId: string, limit: number, beforeSeq?: number): Promise<LedgerPage> {
@@ -266,6 +297,11 @@ export class RedisWalletStore implements WalletStore {
     };
   }
 
+  /** now and the closed-hold ttl, the last two ARGV of CLOSE and CHARGE. */
+  private forgetArgs(): [string, string] {
+    return [String(this.clock.now()), String(this.closedHoldTtlMs)];
+  }
+
   private async close(script: typeof CLOSE, tenantId: string, args: string[]): Promise<CloseResult> {
     const r = await this.script(script, tenantId, 'holds', args);
     const out: CloseResult = { status: r.status as CloseResult['status'], wallet: toWallet(tenantId, r.wallet) };
@@ -280,7 +316,7 @@ export class RedisWalletStore implements WalletStore {
 
   private walletKeys(tenantId: string, third: 'holds' | 'credits'): string[] {
     const keys = [this.k(tenantId, 'wallet'), this.k(tenantId, 'ledger'), this.k(tenantId, third)];
-    if (third === 'holds') keys.push(this.k(tenantId, 'open'));
+    if (third === 'holds') keys.push(this.k(tenantId, 'open'), this.k(tenantId, 'closed'));
     return keys;
   }
 
