@@ -35,6 +35,11 @@ function op(summary: string, o: JsonObject & { scope?: string; session?: 'none' 
 }
 
 export function consolePaths(): JsonObject {
+  return { ...sessionPaths(), ...tenantPaths() };
+}
+
+/** Signing in and out: the tenant's session and the operator's. */
+function sessionPaths(): JsonObject {
   return {
     '/console/v1/session': {
       post: op('Sign in to the console with an API key', {
@@ -60,6 +65,12 @@ export function consolePaths(): JsonObject {
       get: op('The current operator session', { session: 'operator', operationId: 'console_admin_session_get', responses: { '200': json('console_admin_session', 'The operator session'), ...errors() } }),
       delete: op('Sign the operator out', { session: 'operator', operationId: 'console_admin_session_delete', responses: { '204': { description: 'Signed out' }, '403': problem(['permissionDenied'], 'Cross-site request refused') } }),
     },
+  };
+}
+
+/** The tenant self-service routes: keys, tasks, usage, balance, ledger. */
+function tenantPaths(): JsonObject {
+  return {
     '/v1/keys': {
       get: op('List the tenant\'s API keys (previews only)', { scope: 'console:read', operationId: 'console_keys_list', responses: { '200': json('console_key_list', 'The keys'), ...errors() } }),
       post: op('Create an API key', {
@@ -131,6 +142,10 @@ export function consolePaths(): JsonObject {
 }
 
 export function consoleSchemas(): JsonObject {
+  return { ...sessionAndKeySchemas(), ...taskAndMoneySchemas() };
+}
+
+function sessionAndKeySchemas(): JsonObject {
   const key = {
     type: 'object', required: ['id', 'name', 'preview', 'scopes', 'mode', 'created_at', 'expires_at', 'revoked_at'],
     properties: {
@@ -138,10 +153,6 @@ export function consoleSchemas(): JsonObject {
       scopes: { type: 'array', items: { type: 'string' } }, mode: { enum: ['live', 'test'] }, created_at: { type: 'string', format: 'date-time' },
       expires_at: { type: ['string', 'null'], format: 'date-time' }, revoked_at: { type: ['string', 'null'], format: 'date-time' },
     },
-  };
-  const delivery = {
-    type: 'object', required: ['id', 'endpoint_id', 'status', 'attempt_count', 'next_attempt_at'],
-    properties: { id: { type: 'string' }, endpoint_id: { type: 'string' }, status: { enum: ['pending', 'succeeded', 'failed'] }, attempt_count: { type: 'integer' }, next_attempt_at: { type: ['string', 'null'], format: 'date-time' } },
   };
   return {
     console_sign_in: { type: 'object', required: ['api_key'], properties: { api_key: { type: 'string', description: 'An API key with console:read' } } },
@@ -163,6 +174,16 @@ export function consoleSchemas(): JsonObject {
         expires_at: { type: 'string', format: 'date-time' },
       },
     },
+  };
+}
+
+/** Tasks, usage, the wallet and the ledger. */
+function taskAndMoneySchemas(): JsonObject {
+  const delivery = {
+    type: 'object', required: ['id', 'endpoint_id', 'status', 'attempt_count', 'next_attempt_at'],
+    properties: { id: { type: 'string' }, endpoint_id: { type: 'string' }, status: { enum: ['pending', 'succeeded', 'failed'] }, attempt_count: { type: 'integer' }, next_attempt_at: { type: ['string', 'null'], format: 'date-time' } },
+  };
+  return {
     console_task: {
       type: 'object', required: ['task_info', 'vendor', 'route', 'cost'],
       description: 'The task GET body (task_info, and the result fields once completed) plus where it ran and what it cost.',

@@ -159,6 +159,8 @@ function diffVendor(vendor: string, o: VendorDescriptor, n: VendorDescriptor, ch
   if (o.format !== n.format) changes.push({ class: 'upstream', subject, field: 'format', message: `descriptor format ${o.format} → ${n.format}` });
 }
 
+type Add = (cls: ChangeClass, message: string, field?: string) => void;
+
 async function diffRoute(key: string, o: Located, n: Located, changes: Change[]): Promise<void> {
   const add = (cls: ChangeClass, message: string, field?: string) => changes.push({ class: cls, subject: key, ...(field ? { field } : {}), message });
   const ro = o.route;
@@ -182,8 +184,15 @@ async function diffRoute(key: string, o: Located, n: Located, changes: Change[])
   const tn = new Set(rn.tasks_of ?? []);
   for (const x of to) if (!tn.has(x)) add('breaking', `no longer reads tasks of ${x}: clients get 404 for them`);
   for (const x of tn) if (!to.has(x)) add('compatible', `now also reads tasks of ${x}`);
+  diffRequest(o, n, add);
+  diffResult(ro, rn, add);
+  diffUpstream(ro, rn, add);
+}
 
-  // The request.
+/** The request: its schema, rules, validation answers, body limit, examples. */
+function diffRequest(o: Located, n: Located, add: Add): void {
+  const ro = o.route;
+  const rn = n.route;
   const qo = ro.request;
   const qn = rn.request;
   if (qo?.schema !== undefined || qn?.schema !== undefined) {
@@ -216,7 +225,10 @@ async function diffRoute(key: string, o: Located, n: Located, changes: Change[])
   }
   if (!isDeepStrictEqual(qo?.examples, qn?.examples)) add('docs', 'request examples changed');
 
-  // The response: result fields beside task_info.
+}
+
+/** The response: result fields beside task_info. */
+function diffResult(ro: RouteSpec, rn: RouteSpec, add: Add): void {
   const res0 = isObject(ro.result) ? (ro.result as Record<string, unknown>) : {};
   const res1 = isObject(rn.result) ? (rn.result as Record<string, unknown>) : {};
   for (const f of Object.keys(res0)) {
@@ -231,7 +243,13 @@ async function diffRoute(key: string, o: Located, n: Located, changes: Change[])
   }
   for (const f of Object.keys(res1)) if (!(f in res0)) add('compatible', 'result field added to completed tasks', `result.${f}`);
 
-  // The upstream side. An upstream cancel added or removed changes what a 4008 does at the provider: say so.
+}
+
+/** How the upstream is called, what a cancel does there, token prices, normalising, media checks, the safety net, pricing. */
+function diffUpstream(ro: RouteSpec, rn: RouteSpec, add: Add): void {
+  const qo = ro.request;
+  const qn = rn.request;
+  // An upstream cancel added or removed changes what a 4008 does at the provider: say so.
   const { cancel: co, ...upo } = ro.upstream ?? {};
   const { cancel: cn, ...upn } = rn.upstream ?? {};
   for (const l of leafDiff(upo, upn, 'upstream')) add('upstream', l.text, l.path);
