@@ -70,6 +70,27 @@ export function checkLedger(snap: WalletSnapshot): InvariantReport {
     }
   });
 
+  v.push(...holdViolations(snap, perRef, holds));
+  // With an opening, a hold taken before it has its entries among the dropped ones.
+  if (!snap.opening) for (const ref of holds.keys()) if (!perRef.has(ref)) v.push(`hold record ${ref} has no ledger entry`);
+
+  const balance = opening.balance + t.topups + t.adjustments - t.settled;
+  const w = snap.wallet;
+  if (w.balance !== balance) v.push(`cached balance ${w.balance} != ledger balance ${balance}`);
+  if (w.held !== t.held) v.push(`cached held ${w.held} != open holds ${t.held}`);
+  if (t.held < 0) v.push(`open holds are negative (${t.held})`);
+  if (available !== balance - t.held) v.push(`available ${available} != balance ${balance} - held ${t.held}`);
+  const credited = opening.balance + t.topups + t.adjustments;
+  if (credited !== available + t.held + t.settled) {
+    v.push(`top-ups + adjustments (${credited}) != available + held + settled (${available + t.held + t.settled})`);
+  }
+  if (w.seq !== opening.seq + snap.entries.length) v.push(`wallet seq ${w.seq} != ${opening.seq + snap.entries.length} entries`);
+  return { ok: v.length === 0, violations: v, totals: { ...t, balance, available } };
+}
+
+/** Each ref's entries against the ledger's rules (held once, closed at most once, in full) and its hold record. */
+function holdViolations(snap: WalletSnapshot, perRef: ReadonlyMap<string, LedgerEntry[]>, holds: ReadonlyMap<string, WalletSnapshot['holds'][number]>): string[] {
+  const v: string[] = [];
   for (const [ref, list] of perRef) {
     const kinds = list.map((e) => e.kind).join(',');
     const amt = (k: string) => list.filter((e) => e.kind === k).reduce((s, e) => s + e.amount, 0);
@@ -96,19 +117,5 @@ export function checkLedger(snap: WalletSnapshot): InvariantReport {
       v.push(`ref ${ref}: hold record ${JSON.stringify(hold)} disagrees with the ledger [${kinds}]`);
     }
   }
-  // With an opening, a hold taken before it has its entries among the dropped ones.
-  if (!snap.opening) for (const ref of holds.keys()) if (!perRef.has(ref)) v.push(`hold record ${ref} has no ledger entry`);
-
-  const balance = opening.balance + t.topups + t.adjustments - t.settled;
-  const w = snap.wallet;
-  if (w.balance !== balance) v.push(`cached balance ${w.balance} != ledger balance ${balance}`);
-  if (w.held !== t.held) v.push(`cached held ${w.held} != open holds ${t.held}`);
-  if (t.held < 0) v.push(`open holds are negative (${t.held})`);
-  if (available !== balance - t.held) v.push(`available ${available} != balance ${balance} - held ${t.held}`);
-  const credited = opening.balance + t.topups + t.adjustments;
-  if (credited !== available + t.held + t.settled) {
-    v.push(`top-ups + adjustments (${credited}) != available + held + settled (${available + t.held + t.settled})`);
-  }
-  if (w.seq !== opening.seq + snap.entries.length) v.push(`wallet seq ${w.seq} != ${opening.seq + snap.entries.length} entries`);
-  return { ok: v.length === 0, violations: v, totals: { ...t, balance, available } };
+  return v;
 }
