@@ -130,20 +130,8 @@ export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: str
   if (!up.poll) at(`${p}/upstream`, 'an async route needs upstream.poll');
   const submit = up.submit ?? { path: '/', body: 'null', task_id: 'null' };
   const poll = up.poll ?? { path: '/{upstream_task_id}', status: 'null', status_map: {} };
-  const urlNames = Object.keys(submit.urls ?? {});
-  const pathOk = (pointer: string, template: string) => {
-    const names = placeholdersOf(template);
-    for (const n of names) {
-      if (n.startsWith('url:') && !urlNames.includes(n.slice(4))) at(pointer, `{${n}} names no URL of upstream.submit.urls (it has: ${urlNames.join(', ') || 'none'})`);
-    }
-    return names.length > 0;
-  };
-  if (!pathOk(`${p}/upstream/poll/path`, poll.path)) at(`${p}/upstream/poll/path`, 'the poll path must name the task: {upstream_task_id}, {upstream_task_id:path} or {url:<name>}');
-  if (up.result && !pathOk(`${p}/upstream/result/path`, up.result.path)) at(`${p}/upstream/result/path`, 'the result path must name the task: {upstream_task_id}, {upstream_task_id:path} or {url:<name>}');
   const cancel = typeof up.cancel === 'object' ? up.cancel : undefined;
-  if (cancel && !pathOk(`${p}/upstream/cancel/path`, cancel.path) && !cancel.body?.includes('$upstream_task_id')) {
-    at(`${p}/upstream/cancel`, 'the cancel request must name the task: a placeholder in its path, or $upstream_task_id in its body');
-  }
+  checkTaskPaths(at, up, submit, poll, cancel, p);
   return Object.freeze({
     kind: 'async',
     key: `${vc.vendor}/${r.id}`,
@@ -198,6 +186,23 @@ export function compileAsyncRoute(vc: VendorCompileContext, r: RouteSpec, p: str
     client: vc.client,
     pool: vc.pool,
   });
+}
+
+/** Every later call (poll, result, cancel) must name the task; `{url:<name>}` must name a URL the submit answer gives. */
+function checkTaskPaths(at: VendorCompileContext['at'], up: NonNullable<RouteSpec['upstream']>, submit: { urls?: Record<string, string> }, poll: { path: string }, cancel: { path: string; body?: string } | undefined, p: string): void {
+  const urlNames = Object.keys(submit.urls ?? {});
+  const pathOk = (pointer: string, template: string) => {
+    const names = placeholdersOf(template);
+    for (const n of names) {
+      if (n.startsWith('url:') && !urlNames.includes(n.slice(4))) at(pointer, `{${n}} names no URL of upstream.submit.urls (it has: ${urlNames.join(', ') || 'none'})`);
+    }
+    return names.length > 0;
+  };
+  if (!pathOk(`${p}/upstream/poll/path`, poll.path)) at(`${p}/upstream/poll/path`, 'the poll path must name the task: {upstream_task_id}, {upstream_task_id:path} or {url:<name>}');
+  if (up.result && !pathOk(`${p}/upstream/result/path`, up.result.path)) at(`${p}/upstream/result/path`, 'the result path must name the task: {upstream_task_id}, {upstream_task_id:path} or {url:<name>}');
+  if (cancel && !pathOk(`${p}/upstream/cancel/path`, cancel.path) && !cancel.body?.includes('$upstream_task_id')) {
+    at(`${p}/upstream/cancel`, 'the cancel request must name the task: a placeholder in its path, or $upstream_task_id in its body');
+  }
 }
 
 /** The route's price plan; a block that cannot compile is reported at its pointer. */

@@ -220,7 +220,6 @@ const MAX_FUNCTION_LINES = 80;
  */
 const LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'cli/admin-client.ts adminCommand': 101,
-  'descriptors/async-route.ts compileAsyncRoute': 87,
   'descriptors/proxy-route.ts compileProxyRoute': 116,
   'gateway.ts startGateway': 263,
   'tooling/scaffold.ts asyncFiles': 99,
