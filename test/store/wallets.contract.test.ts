@@ -515,7 +515,7 @@ forEachBackend('WalletStore contract', (env) => {
       expect(snap.entries).to.have.length(1 + 600); // the ledger keeps every line
       if (env.isRedis) {
         expect(Number(await env.a.hlen(`${p}{t:${T}}:holds`))).to.equal(snap.holds.length);
-        expect(Number(await env.a.zcard(`${p}{t:${T}}:closed`))).to.equal(snap.holds.length);
+        expect(Number(await env.a.llen(`${p}{t:${T}}:closed`))).to.equal(snap.holds.length);
         expect(() => new RedisWalletStore({ client: env.a, prefix: 'x:', closedHoldTtlMs: -1 })).to.throw(/closedHoldTtlMs/);
       }
       expect(() => new MemoryWalletStore({ closedHoldTtlMs: -1 })).to.throw(/closedHoldTtlMs/);
@@ -524,6 +524,22 @@ forEachBackend('WalletStore contract', (env) => {
 
   if (env.isRedis) {
     describe('redis specifics', () => {
+      it('forgets closed holds late, never early, when the processes\' clocks differ', async () => {
+        const [ahead, behind] = [new ManualClock(10_000), new ManualClock(0)];
+        const s1 = new RedisWalletStore({ client: env.a, prefix, closedHoldTtlMs: 1_000, clock: ahead });
+        const s2 = new RedisWalletStore({ client: env.b, prefix, closedHoldTtlMs: 1_000, clock: behind });
+        await s1.credit(T, 'topup', 'p', 10_000, '', AT);
+        await s1.charge(T, 'x', 1, '', AT); // forgotten at 11,000
+        await s2.charge(T, 'y', 1, '', AT); // forgotten at 1,000, behind x in the list
+        behind.advance(5_000);
+        await s2.charge(T, 'z', 1, '', AT);
+        expect((await s2.charge(T, 'y', 1, '', AT)).status, 'held back by x: late').to.equal('duplicate');
+        behind.advance(6_000);
+        await s2.charge(T, 'w', 1, '', AT);
+        for (const ref of ['x', 'y', 'z']) expect((await s1.settle(T, ref, 1, '', AT)).status, ref).to.equal('unknown');
+        expect((await s2.charge(T, 'w', 1, '', AT)).status).to.equal('duplicate');
+      });
+
       it('keeps a tenant wallet in five keys under the tenant hash tag', async () => {
         await a.credit(T, 'topup', 'p', 10_000, '', AT);
         await a.hold(T, 'h', 1_000, '', AT);
