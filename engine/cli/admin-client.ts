@@ -33,74 +33,9 @@ export async function adminCommand(noun: string, args: string[]): Promise<number
     console.error('set GATEWAY_ADMIN_TOKEN to the gateway\'s admin token');
     return 2;
   }
-  const need = (v: string | undefined, flag: string): string => {
-    if (!v) throw new UsageError(`missing --${flag}`);
-    return v;
-  };
-  let method = 'GET';
-  let path: string;
-  let body: unknown;
+  let call: AdminCall;
   try {
-    switch (`${noun} ${verb}`) {
-      case 'tenant create':
-        method = 'POST';
-        path = '/tenants';
-        body = { name: need(values.name, 'name'), ...(values['requires-live'] ? { requires_live: true } : {}) };
-        break;
-      case 'tenant list':
-        path = '/tenants';
-        break;
-      case 'key create':
-        method = 'POST';
-        path = `/tenants/${need(values.tenant, 'tenant')}/keys`;
-        body = {
-          ...(values.name ? { name: values.name } : {}),
-          ...(values.scopes ? { scopes: values.scopes.split(',').map((s) => s.trim()) } : {}),
-          ...(values.mode ? { mode: values.mode } : {}),
-          ...(values.ttl ? { ttl_seconds: Number(values.ttl) } : {}),
-        };
-        break;
-      case 'key list':
-        path = `/tenants/${need(values.tenant, 'tenant')}/keys`;
-        break;
-      case 'key revoke':
-        method = 'DELETE';
-        path = `/keys/${need(positionals[1], 'KEY_ID (positional)')}`;
-        break;
-      case 'wallet topup':
-        method = 'POST';
-        path = `/tenants/${need(values.tenant, 'tenant')}/wallet/topups`;
-        body = { credits: need(values.credits, 'credits'), ...(values.ref ? { ref: values.ref } : {}) };
-        break;
-      case 'wallet ledger':
-        path = `/tenants/${need(values.tenant, 'tenant')}/wallet/ledger?limit=${encodeURIComponent(values.limit ?? '50')}`;
-        break;
-      case 'wallet threshold': {
-        method = 'PUT';
-        path = `/tenants/${need(values.tenant, 'tenant')}/wallet/threshold`;
-        const credits = need(values.credits, 'credits');
-        body = { credits: credits === 'default' ? null : credits };
-        break;
-      }
-      case 'limits show':
-        path = `/tenants/${need(values.tenant, 'tenant')}/limits`;
-        break;
-      case 'limits set':
-        method = 'PUT';
-        path = `/tenants/${need(values.tenant, 'tenant')}/limits`;
-        try {
-          body = JSON.parse(need(values.json, 'json'));
-        } catch (err) {
-          if (err instanceof UsageError) throw err;
-          throw new UsageError(`--json is not JSON: ${(err as Error).message}`);
-        }
-        break;
-      case 'wallet show':
-        path = `/tenants/${need(values.tenant, 'tenant')}/wallet`;
-        break;
-      default:
-        throw new UsageError(`unknown command "${noun} ${verb ?? ''}"${ADMIN_USAGE}`);
-    }
+    call = adminCall(`${noun} ${verb ?? ''}`, values, positionals);
   } catch (err) {
     if (err instanceof UsageError) {
       console.error(err.message);
@@ -108,6 +43,7 @@ export async function adminCommand(noun: string, args: string[]): Promise<number
     }
     throw err;
   }
+  const { method, path, body } = call;
   const res = await fetch(`${base}/admin/v1${path}`, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
@@ -116,6 +52,92 @@ export async function adminCommand(noun: string, args: string[]): Promise<number
   const text = await res.text();
   (res.ok ? console.log : console.error)(text ? JSON.stringify(JSON.parse(text), null, 2) : `HTTP ${res.status}`);
   return res.ok ? 0 : 1;
+}
+
+/** The flags of the admin commands (parseArgs' options in adminCommand). */
+interface AdminFlags {
+  name?: string; tenant?: string; scopes?: string; mode?: string; ttl?: string; credits?: string;
+  'requires-live'?: boolean; url?: string; ref?: string; limit?: string; json?: string;
+}
+
+/** One admin API call: its method, path under /admin/v1 and JSON body. */
+interface AdminCall {
+  method: string;
+  path: string;
+  body?: unknown;
+}
+
+function need(v: string | undefined, flag: string): string {
+  if (!v) throw new UsageError(`missing --${flag}`);
+  return v;
+}
+
+/** The admin API call of `<noun> <verb>` and its flags; UsageError for a command or flag that is wrong. */
+function adminCall(command: string, values: AdminFlags, positionals: string[]): AdminCall {
+  let method = 'GET';
+  let path: string;
+  let body: unknown;
+  switch (command) {
+    case 'tenant create':
+      method = 'POST';
+      path = '/tenants';
+      body = { name: need(values.name, 'name'), ...(values['requires-live'] ? { requires_live: true } : {}) };
+      break;
+    case 'tenant list':
+      path = '/tenants';
+      break;
+    case 'key create':
+      method = 'POST';
+      path = `/tenants/${need(values.tenant, 'tenant')}/keys`;
+      body = {
+        ...(values.name ? { name: values.name } : {}),
+        ...(values.scopes ? { scopes: values.scopes.split(',').map((s) => s.trim()) } : {}),
+        ...(values.mode ? { mode: values.mode } : {}),
+        ...(values.ttl ? { ttl_seconds: Number(values.ttl) } : {}),
+      };
+      break;
+    case 'key list':
+      path = `/tenants/${need(values.tenant, 'tenant')}/keys`;
+      break;
+    case 'key revoke':
+      method = 'DELETE';
+      path = `/keys/${need(positionals[1], 'KEY_ID (positional)')}`;
+      break;
+    case 'wallet topup':
+      method = 'POST';
+      path = `/tenants/${need(values.tenant, 'tenant')}/wallet/topups`;
+      body = { credits: need(values.credits, 'credits'), ...(values.ref ? { ref: values.ref } : {}) };
+      break;
+    case 'wallet ledger':
+      path = `/tenants/${need(values.tenant, 'tenant')}/wallet/ledger?limit=${encodeURIComponent(values.limit ?? '50')}`;
+      break;
+    case 'wallet threshold': {
+      method = 'PUT';
+      path = `/tenants/${need(values.tenant, 'tenant')}/wallet/threshold`;
+      const credits = need(values.credits, 'credits');
+      body = { credits: credits === 'default' ? null : credits };
+      break;
+    }
+    case 'limits show':
+      path = `/tenants/${need(values.tenant, 'tenant')}/limits`;
+      break;
+    case 'limits set':
+      method = 'PUT';
+      path = `/tenants/${need(values.tenant, 'tenant')}/limits`;
+      try {
+        body = JSON.parse(need(values.json, 'json'));
+      } catch (err) {
+        if (err instanceof UsageError) throw err;
+        throw new UsageError(`--json is not JSON: ${(err as Error).message}`);
+      }
+      break;
+    case 'wallet show':
+      path = `/tenants/${need(values.tenant, 'tenant')}/wallet`;
+      break;
+    default:
+      throw new UsageError(`unknown command "${command}"${ADMIN_USAGE}`);
+  }
+  return { method, path, body };
 }
 
 class UsageError extends Error {}
