@@ -34,6 +34,8 @@ const show = (v: unknown) => JSON.stringify(v);
 const name = (field: string) => (field === '' ? '(body)' : field);
 const child = (field: string, prop: string) => (field === '' ? prop : `${field}.${prop}`);
 
+type Add = (cls: SchemaChangeClass, message: string, f?: string) => void;
+
 function compare(a: unknown, b: unknown, field: string, out: SchemaChange[]): void {
   if (isDeepStrictEqual(a, b)) return;
   const add = (cls: SchemaChangeClass, message: string, f = field): void => {
@@ -51,7 +53,14 @@ function compare(a: unknown, b: unknown, field: string, out: SchemaChange[]): vo
     add('breaking', 'schema changed (cannot prove compatible)');
     return;
   }
+  compareValues(A, B, add);
+  compareObjects(A, B, field, out, add);
+  compareItems(A, B, field, out, add);
+  compareOthers(A, B, add);
+}
 
+/** What a value may be: its type, enum or const, ranges and other constraints, its default, its error code. */
+function compareValues(A: JsonObject, B: JsonObject, add: Add): void {
   // type
   const ta = types(A);
   const tb = types(B);
@@ -97,6 +106,10 @@ function compare(a: unknown, b: unknown, field: string, out: SchemaChange[]): vo
     add('breaking', `error code on failure changed from ${show(A['x-error-code'] ?? 'the default policy')} to ${show(B['x-error-code'] ?? 'the default policy')}`);
   }
 
+}
+
+/** Objects: required fields, properties (compared in turn), unknown fields. */
+function compareObjects(A: JsonObject, B: JsonObject, field: string, out: SchemaChange[], add: Add): void {
   // objects
   const ra = new Set(stringArray(A.required));
   const rb = new Set(stringArray(B.required));
@@ -118,6 +131,10 @@ function compare(a: unknown, b: unknown, field: string, out: SchemaChange[]): vo
     else compare(apa, apb, child(field, '*'), out);
   }
 
+}
+
+/** Arrays' items and the combinators (anyOf, oneOf, allOf). */
+function compareItems(A: JsonObject, B: JsonObject, field: string, out: SchemaChange[], add: Add): void {
   // arrays
   if (!isDeepStrictEqual(A.items, B.items)) compare(A.items, B.items, `${field}[]`, out);
   if (!isDeepStrictEqual(A.prefixItems, B.prefixItems)) {
@@ -137,6 +154,10 @@ function compare(a: unknown, b: unknown, field: string, out: SchemaChange[]): vo
     else add('breaking', 'allOf changed (cannot prove compatible)');
   }
 
+}
+
+/** Everything else: added constraints break, removed ones relax, rewritten ones cannot be proven; docs keywords are docs. */
+function compareOthers(A: JsonObject, B: JsonObject, add: Add): void {
   // everything else: added constraints break, removed ones relax, rewritten ones cannot be proven.
   for (const k of new Set([...Object.keys(A), ...Object.keys(B)])) {
     if (HANDLED.has(k) || isDeepStrictEqual(A[k], B[k])) continue;

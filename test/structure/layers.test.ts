@@ -223,7 +223,6 @@ const LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'gateway.ts startGateway': 263,
   'tooling/scaffold.ts asyncFiles': 99,
   'tooling/scaffold.ts proxyFiles': 103,
-  'tooling/schema-diff.ts compare': 118,
 };
 
 interface SyntaxNode {
