@@ -51,8 +51,29 @@ export function scaffoldVendor(opts: ScaffoldOptions): ScaffoldResult {
 const json = (v: unknown) => `${JSON.stringify(v, null, 2)}\n`;
 
 function asyncFiles(name: string): Record<string, string> {
-  const model = `${name.replace(/_/g, '-')}-image-1`;
-  const yaml = `# ${name}: scaffolded by \`gateway new-vendor ${name} --style async\`.
+  const id = '{{upstream_task_id}}';
+  const f = `${name}/fixtures/generation`;
+  return {
+    [`${name}.yaml`]: asyncDescriptor(name, `${name.replace(/_/g, '-')}-image-1`),
+    [`${f}/created.json`]: json({ request_id: `req-${id}`, output: { task_id: id, status: 'QUEUED' } }),
+    [`${f}/queued.json`]: json({ request_id: `req-${id}`, output: { task_id: id, status: 'QUEUED', submit_time: '{{now_iso}}' } }),
+    [`${f}/running.json`]: json({ request_id: `req-${id}`, output: { task_id: id, status: 'RUNNING', submit_time: '{{now_iso}}' } }),
+    [`${f}/succeeded.json`]: json({
+      request_id: `req-${id}`,
+      output: { task_id: id, status: 'SUCCEEDED', submit_time: '{{now_iso}}', end_time: '{{now_iso}}', results: [{ url: `{{files_url}}/${id}/0.png` }] },
+      usage: { image_count: 1 },
+    }),
+    [`${f}/cancelled.json`]: json({ request_id: `req-${id}`, output: { task_id: id, status: 'CANCELED', end_time: '{{now_iso}}' } }),
+    [`${f}/failed.json`]: json({
+      request_id: `req-${id}`,
+      output: { task_id: id, status: 'FAILED', code: 'DataInspectionFailed', message: 'The input was rejected by content inspection.', end_time: '{{now_iso}}' },
+    }),
+  };
+}
+
+/** The async scaffold's descriptor: a generic submit/poll image provider, commented for the one who adapts it. */
+function asyncDescriptor(name: string, model: string): string {
+  return `# ${name}: scaffolded by \`gateway new-vendor ${name} --style async\`.
 # An asynchronous image provider: the client's POST creates a task upstream, the gateway polls
 # it until it ends, and GET /vendors/${name}/v1/generation/{task_id} answers task_info + images.
 # The upstream modelled here is a generic "submit/poll" JSON API. Replace paths, mappings,
@@ -130,24 +151,6 @@ routes:
       settle_quantity: $count($result.images)  # billed on success: the images delivered
       note: scaffold prices; replace them with the provider's
 `;
-  const id = '{{upstream_task_id}}';
-  const f = `${name}/fixtures/generation`;
-  return {
-    [`${name}.yaml`]: yaml,
-    [`${f}/created.json`]: json({ request_id: `req-${id}`, output: { task_id: id, status: 'QUEUED' } }),
-    [`${f}/queued.json`]: json({ request_id: `req-${id}`, output: { task_id: id, status: 'QUEUED', submit_time: '{{now_iso}}' } }),
-    [`${f}/running.json`]: json({ request_id: `req-${id}`, output: { task_id: id, status: 'RUNNING', submit_time: '{{now_iso}}' } }),
-    [`${f}/succeeded.json`]: json({
-      request_id: `req-${id}`,
-      output: { task_id: id, status: 'SUCCEEDED', submit_time: '{{now_iso}}', end_time: '{{now_iso}}', results: [{ url: `{{files_url}}/${id}/0.png` }] },
-      usage: { image_count: 1 },
-    }),
-    [`${f}/cancelled.json`]: json({ request_id: `req-${id}`, output: { task_id: id, status: 'CANCELED', end_time: '{{now_iso}}' } }),
-    [`${f}/failed.json`]: json({
-      request_id: `req-${id}`,
-      output: { task_id: id, status: 'FAILED', code: 'DataInspectionFailed', message: 'The input was rejected by content inspection.', end_time: '{{now_iso}}' },
-    }),
-  };
 }
 
 function proxyFiles(name: string, style: 'sync' | 'stream'): Record<string, string> {
@@ -155,44 +158,7 @@ function proxyFiles(name: string, style: 'sync' | 'stream'): Record<string, stri
   const id = stream ? 'chat_completions' : 'embeddings';
   const path = stream ? '/v1/chat/completions' : '/v1/embeddings';
   const model = stream ? `${name.replace(/_/g, '-')}-chat-1` : `${name.replace(/_/g, '-')}-embed-1`;
-  const schema = stream
-    ? `        type: object
-        additionalProperties: false
-        required: [model, messages]
-        properties:
-          model: { type: string, minLength: 1 }
-          messages:
-            type: array
-            minItems: 1
-            items:
-              type: object
-              additionalProperties: false
-              required: [role, content]
-              properties:
-                role: { enum: [system, user, assistant] }
-                content: { type: string }
-          temperature: { type: number, minimum: 0, maximum: 2 }
-          max_tokens: { type: integer, minimum: 1 }
-          stream: { type: boolean, default: false }
-          stream_options:
-            type: object
-            additionalProperties: false
-            properties: { include_usage: { type: boolean } }
-      examples:
-        - { model: ${model}, messages: [{ role: user, content: "Say hello" }] }
-        - { model: ${model}, stream: true, messages: [{ role: user, content: "Count to five" }] }`
-    : `        type: object
-        additionalProperties: false
-        required: [model, input]
-        properties:
-          model: { type: string, minLength: 1 }
-          input:
-            anyOf:
-              - { type: string, minLength: 1 }
-              - { type: array, minItems: 1, maxItems: 64, items: { type: string, minLength: 1 } }
-      examples:
-        - { model: ${model}, input: "a red bicycle" }
-        - { model: ${model}, input: ["a red bicycle", "a blue car"] }`;
+  const schema = proxyRequestSchema(stream, model);
   const yaml = `# ${name}: scaffolded by \`gateway new-vendor ${name} --style ${style}\`.
 # A ${stream ? 'chat provider answering at once, or as server-sent events when `stream` is true' : 'synchronous provider: the request is validated, passed on, and the answer passed back'}.
 # The upstream modelled here is OpenAI-compatible. Replace paths, fields, prices and fixtures
@@ -252,4 +218,46 @@ ${stream ? `      stream:
     });
   }
   return files;
+}
+
+/** The proxy scaffold's request schema and examples (YAML, indented for its place in the descriptor). */
+function proxyRequestSchema(stream: boolean, model: string): string {
+  return stream
+    ? `        type: object
+        additionalProperties: false
+        required: [model, messages]
+        properties:
+          model: { type: string, minLength: 1 }
+          messages:
+            type: array
+            minItems: 1
+            items:
+              type: object
+              additionalProperties: false
+              required: [role, content]
+              properties:
+                role: { enum: [system, user, assistant] }
+                content: { type: string }
+          temperature: { type: number, minimum: 0, maximum: 2 }
+          max_tokens: { type: integer, minimum: 1 }
+          stream: { type: boolean, default: false }
+          stream_options:
+            type: object
+            additionalProperties: false
+            properties: { include_usage: { type: boolean } }
+      examples:
+        - { model: ${model}, messages: [{ role: user, content: "Say hello" }] }
+        - { model: ${model}, stream: true, messages: [{ role: user, content: "Count to five" }] }`
+    : `        type: object
+        additionalProperties: false
+        required: [model, input]
+        properties:
+          model: { type: string, minLength: 1 }
+          input:
+            anyOf:
+              - { type: string, minLength: 1 }
+              - { type: array, minItems: 1, maxItems: 64, items: { type: string, minLength: 1 } }
+      examples:
+        - { model: ${model}, input: "a red bicycle" }
+        - { model: ${model}, input: ["a red bicycle", "a blue car"] }`;
 }

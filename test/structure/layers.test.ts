@@ -221,8 +221,6 @@ const MAX_FUNCTION_LINES = 80;
 const LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'descriptors/proxy-route.ts compileProxyRoute': 116,
   'gateway.ts startGateway': 263,
-  'tooling/scaffold.ts asyncFiles': 99,
-  'tooling/scaffold.ts proxyFiles': 103,
 };
 
 interface SyntaxNode {
