@@ -3,7 +3,7 @@
 // itself instead of a deep copy (copies were ~8% of a create's CPU), and cannot change it.
 // Finished tasks (terminal and finalized) are forgotten `finishedTtlMs` after they finished,
 // like the Redis adapter's TTL, or, oldest finished first, once more than `maxFinished` are held
-// (each costs about a kilobyte of heap; docs/performance.md): a queue in finishing order, trimmed
+// (each costs about 0.7 KB of heap; docs/performance.md): a queue in finishing order, trimmed
 // as tasks are created and finish. Unsettled tasks are never dropped.
 import { TaskExistsError, type TaskStore, type TenantTaskBatch, type TenantTaskStep } from '../../tasks/store.ts';
 import { TERMINAL, type TaskRecord, type TaskStatus } from '../../tasks/task.ts';
