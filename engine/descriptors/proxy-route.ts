@@ -78,54 +78,12 @@ export interface ProxyTarget {
 }
 
 export function compileProxyRoute(vc: VendorCompileContext, r: RouteSpec, p: string): ProxyRoutePlan {
-  const { at } = vc;
   const px = r.proxy ?? { path: '/' };
   const creditsPerUsd = Number((vc.ctx.config.billing as { credits_per_usd?: number }).credits_per_usd ?? 100);
 
-  let validate: RequestValidator | undefined;
-  if (r.request) {
-    if (r.method !== 'POST') at(`${p}/request`, 'only a POST route has a request body to validate');
-    try {
-      validate = compileRequestValidator(vc.ctx.ajv, `${SCHEMA_BASE}/request/${vc.vendor}/${r.id}.json`, r.request.schema, r.request.rules ?? []);
-    } catch (err) {
-      if (!(err instanceof ExprError)) at(`${p}/request/schema`, `request schema does not compile: ${(err as Error).message}`);
-    }
-    (r.request.rules ?? []).forEach((rule, j) => vc.expr(`${p}/request/rules/${j}/when`, rule.when));
-  } else if (r.method === 'POST') {
-    at(`${p}`, 'a POST proxy route needs a request schema (request.schema)');
-  }
-  if (r.kind === 'stream' && !px.stream) at(`${p}/proxy`, 'a stream route needs proxy.stream (the body field that asks for SSE)');
-  if (r.kind === 'sync' && px.stream) at(`${p}/proxy/stream`, 'only a kind: stream route streams');
-  if (px.token_prices && !px.usage) at(`${p}/proxy`, 'token_prices need proxy.usage (where the token counts are)');
-  if (px.hold && !px.token_prices) at(`${p}/proxy/hold`, 'a hold needs proxy.token_prices (what the held tokens cost)');
-  if (px.list && r.method !== 'GET') at(`${p}/proxy/list`, 'a list route is a GET');
-  if (!px.list && r.method === 'GET') at(`${p}/proxy`, 'a GET proxy route needs proxy.list');
-
-  let pricedBy: TokenPricer | undefined;
-  if (px.list?.priced_by !== undefined) {
-    const other = vc.siblings.find((s) => s.id === px.list!.priced_by);
-    if (!other?.proxy?.token_prices) at(`${p}/proxy/list/priced_by`, `no route "${px.list.priced_by}" with proxy.token_prices in this descriptor`);
-    else pricedBy = compileTokenPrices(other.proxy.token_prices, creditsPerUsd);
-  }
-
-  const targets = new Map<string, ProxyTarget>();
-  for (const m of vc.pool.members) {
-    let base: URL;
-    try {
-      base = new URL(m.client.baseUrl);
-    } catch {
-      at('/upstream', `the base URL ${JSON.stringify(m.client.baseUrl)} is not a URL`);
-      base = new URL('http://invalid.invalid');
-    }
-    targets.set(m.id, Object.freeze({
-      origin: base.origin,
-      path: `${base.pathname.replace(/\/+$/, '')}${px.path}`,
-      timeoutMs: m.client.timeoutMs,
-      headers: Object.freeze({ 'accept-encoding': 'identity', ...lowerKeys(m.client.fixedHeaders) }),
-      auth: m.client.auth,
-      dispatcher: m.client.dispatcher,
-    }));
-  }
+  const validate = checkedValidator(vc, r, px, p);
+  const pricedBy = pricedByOf(vc, px, p, creditsPerUsd);
+  const targets = proxyTargets(vc, px);
   const first = targets.get(vc.pool.first.id)!;
   const include = px.list?.include ? globMatcher(px.list.include) : () => true;
   const exclude = px.list?.exclude ? globMatcher(px.list.exclude) : () => false;
@@ -192,6 +150,63 @@ export function compileProxyRoute(vc: VendorCompileContext, r: RouteSpec, p: str
     cacheMs: Math.round((px.cache_ms ?? 60_000) * vc.scale),
     errorRules: [...vc.errorRules(`${p}/upstream/errors`, r.upstream?.errors), ...vc.vendorRules],
   });
+}
+
+/** The request validator (POST routes), and the checks of the route's proxy block that the schema cannot make. */
+function checkedValidator(vc: VendorCompileContext, r: RouteSpec, px: NonNullable<RouteSpec['proxy']>, p: string): RequestValidator | undefined {
+  const { at } = vc;
+  let validate: RequestValidator | undefined;
+  if (r.request) {
+    if (r.method !== 'POST') at(`${p}/request`, 'only a POST route has a request body to validate');
+    try {
+      validate = compileRequestValidator(vc.ctx.ajv, `${SCHEMA_BASE}/request/${vc.vendor}/${r.id}.json`, r.request.schema, r.request.rules ?? []);
+    } catch (err) {
+      if (!(err instanceof ExprError)) at(`${p}/request/schema`, `request schema does not compile: ${(err as Error).message}`);
+    }
+    (r.request.rules ?? []).forEach((rule, j) => vc.expr(`${p}/request/rules/${j}/when`, rule.when));
+  } else if (r.method === 'POST') {
+    at(`${p}`, 'a POST proxy route needs a request schema (request.schema)');
+  }
+  if (r.kind === 'stream' && !px.stream) at(`${p}/proxy`, 'a stream route needs proxy.stream (the body field that asks for SSE)');
+  if (r.kind === 'sync' && px.stream) at(`${p}/proxy/stream`, 'only a kind: stream route streams');
+  if (px.token_prices && !px.usage) at(`${p}/proxy`, 'token_prices need proxy.usage (where the token counts are)');
+  if (px.hold && !px.token_prices) at(`${p}/proxy/hold`, 'a hold needs proxy.token_prices (what the held tokens cost)');
+  if (px.list && r.method !== 'GET') at(`${p}/proxy/list`, 'a list route is a GET');
+  if (!px.list && r.method === 'GET') at(`${p}/proxy`, 'a GET proxy route needs proxy.list');
+  return validate;
+}
+
+/** A model list's pricing (list.priced_by): the sibling route whose token prices say which models are offered. */
+function pricedByOf(vc: VendorCompileContext, px: NonNullable<RouteSpec['proxy']>, p: string, creditsPerUsd: number): TokenPricer | undefined {
+  if (px.list?.priced_by === undefined) return undefined;
+  const other = vc.siblings.find((s) => s.id === px.list!.priced_by);
+  if (other?.proxy?.token_prices) return compileTokenPrices(other.proxy.token_prices, creditsPerUsd);
+  vc.at(`${p}/proxy/list/priced_by`, `no route "${px.list.priced_by}" with proxy.token_prices in this descriptor`);
+  return undefined;
+}
+
+/** Where each pool member's requests go: origin, path, timeout, fixed headers, auth, dispatcher. */
+function proxyTargets(vc: VendorCompileContext, px: NonNullable<RouteSpec['proxy']>): Map<string, ProxyTarget> {
+  const { at } = vc;
+  const targets = new Map<string, ProxyTarget>();
+  for (const m of vc.pool.members) {
+    let base: URL;
+    try {
+      base = new URL(m.client.baseUrl);
+    } catch {
+      at('/upstream', `the base URL ${JSON.stringify(m.client.baseUrl)} is not a URL`);
+      base = new URL('http://invalid.invalid');
+    }
+    targets.set(m.id, Object.freeze({
+      origin: base.origin,
+      path: `${base.pathname.replace(/\/+$/, '')}${px.path}`,
+      timeoutMs: m.client.timeoutMs,
+      headers: Object.freeze({ 'accept-encoding': 'identity', ...lowerKeys(m.client.fixedHeaders) }),
+      auth: m.client.auth,
+      dispatcher: m.client.dispatcher,
+    }));
+  }
+  return targets;
 }
 
 function lowerKeys(h: Readonly<Record<string, string>>): Record<string, string> {

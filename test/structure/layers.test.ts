@@ -219,7 +219,6 @@ const MAX_FUNCTION_LINES = 80;
  * under the limit (or gone) fails until it is struck from this list.
  */
 const LONG_FUNCTIONS: Readonly<Record<string, number>> = {
-  'descriptors/proxy-route.ts compileProxyRoute': 116,
   'gateway.ts startGateway': 263,
 };
 
