@@ -283,36 +283,11 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   }, door.listener);
   server.keepAliveTimeout = 65_000; // longer than common load balancers' idle timeout
   answerRefusals(server, logger);
-  let url = '';
-  if (role !== 'worker') {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.server.port, config.server.host, resolve);
-    });
-    const addr = server.address() as AddressInfo;
-    const host = addr.family === 'IPv6' ? `[${addr.address === '::' ? '::1' : addr.address}]` : addr.address === '0.0.0.0' ? '127.0.0.1' : addr.address;
-    url = `http://${host}:${addr.port}`;
-    listening = url;
-  }
+  const url = role === 'worker' ? '' : await listen(server, config);
+  listening = url;
   // Metrics: the figures read at scrape time come from this gateway's stores.
   setTenantLabel(config.metrics.tenant_label_max || undefined);
-  const unscrape = setScrapeSources({
-    activeTasks: async (gauge) => {
-      gauge.reset();
-      for (const [vendor, n] of await activeByVendor(tasks)) gauge.set({ vendor }, n);
-    },
-    dependencies: async (gauge) => {
-      const down = await stores.unavailable(Math.min(READY_PING_MS, config.store.command_timeout_ms));
-      for (const d of ['store', 'job queue']) gauge.set({ dependency: d.replace(' ', '_') }, down.includes(d) ? 0 : 1);
-    },
-    queues: async (depth, lag) => {
-      for (const q of await scheduler.stats()) {
-        depth.set({ queue: q.queue, state: 'due' }, q.due);
-        depth.set({ queue: q.queue, state: 'delayed' }, q.delayed);
-        lag.set({ queue: q.queue }, q.lagSeconds);
-      }
-    },
-  });
+  const unscrape = scrapeFrom(stores, config);
   let metrics: { server: Server; url: string } | undefined;
   if (config.metrics.enabled && config.metrics.port !== null) {
     try {
@@ -370,6 +345,38 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     })());
 
   return { url, metricsUrl: metrics?.url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, accessLog, sandbox, results, ready, close };
+}
+
+/** Listen on server.host:port; the URL clients reach it at (a wildcard address as loopback). */
+async function listen(server: Server, config: GatewayConfig): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.server.port, config.server.host, resolve);
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address === '::' ? '::1' : addr.address}]` : addr.address === '0.0.0.0' ? '127.0.0.1' : addr.address;
+  return `http://${host}:${addr.port}`;
+}
+
+/** The figures the metrics read at scrape time, from this gateway's stores; returns the undo. */
+function scrapeFrom(stores: Stores, config: GatewayConfig): () => void {
+  return setScrapeSources({
+    activeTasks: async (gauge) => {
+      gauge.reset();
+      for (const [vendor, n] of await activeByVendor(stores.tasks)) gauge.set({ vendor }, n);
+    },
+    dependencies: async (gauge) => {
+      const down = await stores.unavailable(Math.min(READY_PING_MS, config.store.command_timeout_ms));
+      for (const d of ['store', 'job queue']) gauge.set({ dependency: d.replace(' ', '_') }, down.includes(d) ? 0 : 1);
+    },
+    queues: async (depth, lag) => {
+      for (const q of await stores.scheduler.stats()) {
+        depth.set({ queue: q.queue, state: 'due' }, q.due);
+        depth.set({ queue: q.queue, state: 'delayed' }, q.delayed);
+        lag.set({ queue: q.queue }, q.lagSeconds);
+      }
+    },
+  });
 }
 
 /** The demo tenant exists only while the sandbox is on; when it is off, it is disabled. */
