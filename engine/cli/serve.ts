@@ -84,9 +84,10 @@ async function serveOne(config: GatewayConfig, opts: GatewayOptions, started?: (
     }
     throw err;
   }
-  started?.(gateway);
-  // Start-up's garbage and grown heap are given back before the first request (util/heap.ts).
+  // Start-up's garbage and grown heap are given back (util/heap.ts; 50–100 ms on a 2-vCPU VM),
+  // before a worker tells the primary it is ready.
   compactHeap();
+  started?.(gateway);
   await new Promise<void>((done) => {
     let stopping = false;
     const stop = (signal: string) => {
