@@ -20,21 +20,18 @@ import type { JobScheduler } from './jobs/scheduler.ts';
 import { accessLogger, createLogger } from './log/logger.ts';
 import { throttled } from './log/throttle.ts';
 import { createResultBackend, createStores, type Role, type Stores } from './stores.ts';
+import { services } from './services.ts';
 import { ResultService } from './results/service.ts';
 import { ProxyHandler } from './http/proxy-handler.ts';
 import { ProxyService } from './proxy/requests.ts';
 import type { ProxyBilling } from './proxy/ports.ts';
 import { Admission, type RequestLimits } from './tenants/admission.ts';
 import { SandboxSimulator } from './sandbox/simulator.ts';
-import { resolveBillingConfig, type BillingConfigInput } from './billing/config.ts';
-import { LowBalanceMonitor } from './billing/low-balance.ts';
 import { creditsToMilli } from './util/money.ts';
 import { BilledTaskAccounting } from './billing/task-accounting.ts';
 import { BillingService } from './billing/service.ts';
 import { RequestCharges } from './billing/request-charges.ts';
 import { tenantBillingRouter } from './http/billing-routes.ts';
-import { IdempotencyService } from './idempotency/service.ts';
-import type { LimitsConfigInput } from './limits/config.ts';
 import { LimitsService } from './limits/service.ts';
 import { requireApiKey } from './http/auth.ts';
 import { consoleSessionRouter } from './http/console-session-routes.ts';
@@ -45,13 +42,11 @@ import { TaskConsole } from './tasks/console.ts';
 import { KeySelfService } from './tenants/self-service.ts';
 import { ConsoleSessions } from './tenants/sessions.ts';
 import { webhookRouter } from './http/webhook-routes.ts';
-import { resolveWebhookConfig, type WebhookConfig } from './webhooks/config.ts';
-import { createWebhooks, type Webhooks } from './webhooks/service.ts';
+import type { Webhooks } from './webhooks/service.ts';
 import { activeByVendor } from './tasks/active.ts';
 import { TaskLifecycle } from './tasks/lifecycle.ts';
 import type { TaskStore } from './tasks/store.ts';
 import { hashKey, TenantService } from './tenants/service.ts';
-import { CredentialGuard } from './tenants/credential-guard.ts';
 import { createUpstreamAgent } from './upstream/client.ts';
 import { createAjv } from './validation/ajv.ts';
 import { systemClock, type Clock } from './util/clock.ts';
@@ -161,49 +156,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   for (const v of vendors) v.pool.attach(stores.breakers, breakerCacheMs);
 
   const { scheduler, tasks } = stores;
-  // Credential guessing: failures per client address on the store's shared counters.
-  const failedAuth = config.server.failed_auth;
-  const guard = new CredentialGuard({ counters: stores.rateCounters, limit: failedAuth.limit, windowMs: failedAuth.window_seconds * 1000, clock });
-  const tenants = new TenantService(stores.tenants, clock, guard);
-  const bus = new EventBus(clock);
-
-  const billingConfig = resolveBillingConfig(config.billing as BillingConfigInput);
-  const limits = new LimitsService({
-    store: stores.limits,
-    rateCounters: stores.rateCounters,
-    config: config.limits as LimitsConfigInput,
-    clock,
-    // A tenant that does not exist has none; a store that cannot be read is the request's 503,
-    // never the defaults in place of the tenant's own limits.
-    tenantOverrides: async (id) => (await tenants.getTenant(id).catch((err: unknown) => {
-      if (err instanceof GatewayError && err.errorName === 'resourceNotFound') return undefined;
-      throw err;
-    }))?.limits,
-  });
-  const webhooks = createWebhooks({
-    store: stores.webhooks,
-    scheduler,
-    clock,
-    config: resolveWebhookConfig({ time_scale: config.timing.scale, ...(config.webhooks as Partial<WebhookConfig>) }),
-    logger,
-  });
-  webhooks.attach(bus);
-  const wallets = stores.wallets;
-  const lowBalance = new LowBalanceMonitor({
-    store: wallets,
-    bus,
-    clock,
-    hasSubscriber: (tenantId, type) => webhooks.endpoints.hasSubscriber(tenantId, type),
-    defaultThreshold: billingConfig.lowBalanceThreshold,
-    throttleMs: billingConfig.lowBalanceThrottleMs,
-    onError: (err, tenantId) => throttled(logger).error({ err, tenant_id: tenantId }, 'balance.low could not be emitted'),
-  });
-  const billing = new BillingService({ store: wallets, clock, lowBalance, spend: limits });
-  const idempotency = new IdempotencyService({
-    store: stores.idempotency,
-    clock,
-    onError: (err, dropped) => throttled(logger)[dropped ? 'error' : 'warn']({ err }, dropped ? 'an Idempotency-Key stays claimed until its lease runs out' : 'Idempotency-Key claims wait for the store to be released'),
-  });
+  const { tenants, bus, limits, webhooks, wallets, billing, idempotency } = services(config, stores, clock, logger);
   // The result host: results.base_url, else server.public_base_url, else this process's address once it listens.
   let listening = '';
   const resultBackend = await createResultBackend(config);

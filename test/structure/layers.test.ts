@@ -219,7 +219,7 @@ const MAX_FUNCTION_LINES = 80;
  * under the limit (or gone) fails until it is struck from this list.
  */
 const LONG_FUNCTIONS: Readonly<Record<string, number>> = {
-  'gateway.ts startGateway': 231,
+  'gateway.ts startGateway': 189,
 };
 
 interface SyntaxNode {
