@@ -4,7 +4,7 @@
 // `export … from`, side-effect `import '…'`, dynamic `import('…')`; type-only imports count),
 // each file is put in a folder and each folder in a layer, top to bottom:
 //
-//   composition root  the wiring, the files at engine/'s top: gateway.ts, stores.ts (picks the
+//   composition root  the wiring, the files at engine/'s top: gateway.ts, services.ts, stores.ts (picks the
 //                     store adapters), load-config.ts (runs each service's config resolver).
 //                     May import anything; only offline tooling imports it.
 //   http              engine/http: the front door and both planes' HTTP adapters (express,
