@@ -116,6 +116,86 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   // Traced: lines written inside a span carry its ids (engine/tracing/); untraced, no formatter runs.
   const logger = config.tracing.enabled ? withTraceIds(baseLogger) : baseLogger;
   const role = opts.role ?? 'all';
+  const { ajv, sandbox, dispatcher, vendors, stores, routes } = await startFoundation(config, role, clock, logger);
+  const { scheduler, tasks } = stores;
+  const { tenants, bus, limits, webhooks, wallets, billing, idempotency } = services(config, stores, clock, logger);
+  // The result host: results.base_url, else server.public_base_url, else this process's address once it listens.
+  let listening = '';
+  const resultBackend = await createResultBackend(config);
+  const resultHost = (config.results.base_url ?? config.server.public_base_url)?.replace(/\/+$/, '');
+  const results = resultBackend && new ResultService({ backend: resultBackend, tasks, config: config.results, clock, logger, scheduler, timeScale: config.timing.scale,
+    baseUrl: () => resultHost ?? (listening || `http://${config.server.host}:${config.server.port}`), trustedOrigins: sandbox ? [new URL(sandbox.urlFor('x')).origin] : [] });
+  const accounting = new BilledTaskAccounting(billing, limits, { tasks, clock, tenantIds: async () => (await tenants.listTenants()).map((t) => t.id) });
+  const lifecycle = new TaskLifecycle({ store: tasks, scheduler, bus, clock, accounting, logger, routes, sharedMedia: stores.media, results, ...lifecycleTimings(config) });
+  // Workers run jobs (polls, deliveries, sweeps, purges); api processes only add them.
+  if (role !== 'api') {
+    lifecycle.startWorkers();
+    await lifecycle.scheduleSweep();
+    await webhooks.dispatcher.startPurgeSchedule();
+    await results?.startWorkers();
+  }
+
+  await bootstrapDemoTenant(config, tenants, billing, logger);
+
+  // The console (docs/console-api.md): sessions, and the tenant self-service API behind them.
+  const sessions = new ConsoleSessions({ store: stores.sessions, tenants, clock, ttlSeconds: config.console?.session_ttl_seconds ?? 3600, adminToken: config.admin.token });
+  const consoleAuth = requireApiKey(tenants, sessions);
+  const reports = new LedgerReports(wallets);
+  const billingRoutes = { billing, limits, tenants, ajv, reports, auth: consoleAuth };
+  const taskConsole = new TaskConsole(tasks, async (tenantId, id) => (await webhooks.deliveries.listForEvent(tenantId, id, { limit: 100 })).data);
+  // Proxied routes (chat completions, model lists), served by the data plane.
+  // Benchmarks may stand in for what the chat path asks of limits and billing (opts.chatPorts).
+  const requestCharges = new RequestCharges(billing, logger);
+  const ports = opts.chatPorts?.({ limits, billing: requestCharges }) ?? { limits, billing: requestCharges };
+  const admission = new Admission({ tenants, limits: ports.limits });
+  const accessLog = accessLogger(logger);
+  const proxy = new ProxyHandler({ service: new ProxyService(vendors, { admission, billing: ports.billing, logger }), logger, accessLog });
+  const state = { draining: false };
+  const { ready, readiness } = readinessOf(config, stores, state, opts.siblingsReady);
+  const app = buildApp({
+    logger, vendors, readiness,
+    metricsToken: config.metrics.enabled ? config.metrics.token : null,
+    trustProxy: config.server.trust_proxy,
+    admin: {
+      token: config.admin.token, tenants, ajv, sessions, billing: billingRoutes, webhooks,
+    },
+    tenantRouters: [
+      tenantBillingRouter(billingRoutes), webhookRouter(webhooks, { auth: consoleAuth }),
+      consoleSessionRouter(sessions),
+      tenantConsoleRouter({ keys: new KeySelfService(tenants, () => clock.now()), tasks: taskConsole, reports, sessions, auth: consoleAuth, ajv, clock, storage: results && ((id) => results.storageUse(id)) }),
+      // The pages last: their /console/:a… patterns would otherwise label the /console/v1 API routes.
+      // Thumbnails come from the result host (an http one of its own needs naming) or, with the store off, the sandbox.
+      consolePagesRouter({ imgOrigins: [...(sandbox ? [new URL(sandbox.urlFor('x')).origin] : []), ...(results && resultHost ? [new URL(resultHost).origin] : [])] }),
+    ],
+  });
+  // Every request enters here: descriptor routes to the data plane, the rest to express.
+  const dataPlane = new DataPlane(vendors, { admission, lifecycle, tasks, idempotency, proxy, results });
+  const door = new FrontDoor({ logger, accessLog, dataPlane, controlPlane: app });
+  const server = createHttpServer(config, door, logger);
+  const url = role === 'worker' ? '' : await listen(server, config);
+  listening = url;
+  // Metrics: the figures read at scrape time come from this gateway's stores.
+  setTenantLabel(config.metrics.tenant_label_max || undefined);
+  const unscrape = scrapeFrom(stores, config);
+  const metrics = await startMetrics(config, async () => {
+    unscrape();
+    server.close();
+    await Promise.all([stores.close(0), webhooks.close(), sandbox?.close(), dispatcher.close(), results?.close()]);
+  });
+  // Last, once nothing can fail: the SDK is loaded only when tracing is on.
+  const tracingSdk: TracingSdk | undefined = config.tracing.enabled ? (await import('./tracing/sdk.ts')).startTracing(config.tracing, logger) : undefined;
+  logger.info({ url, metrics_url: metrics?.url, role, vendors: vendors.map((v) => v.vendor), sandbox: Boolean(sandbox), store: config.store.kind }, role === 'worker' ? 'gateway worker running' : 'gateway listening');
+  if (!config.admin.token) logger.warn('admin API disabled: set GATEWAY_ADMIN_TOKEN to enable it');
+
+  const close = shutdownOf({ config, logger, state, server, door, lifecycle, scheduler, dispatcher, unscrape, metrics, requestCharges, limits, stores, webhooks, results, sandbox, tracingSdk });
+  return { url, metricsUrl: metrics?.url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, accessLog, sandbox, results, ready, close };
+}
+
+/**
+ * What every other part stands on: the enabled descriptors (refused as `check` refuses them),
+ * the sandbox when it is on, the upstream agent, the compiled vendors and the stores.
+ */
+async function startFoundation(config: GatewayConfig, role: Role, clock: Clock, logger: Logger) {
   const ajv = createAjv({ useDefaults: true });
   const loaded = loadVendorDir(config.vendors.dir, ajv, config.vendors.enabled);
   // What `gateway check` refuses in an enabled descriptor's fixtures, serve refuses too: a task
@@ -154,80 +234,40 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   // Shared breakers are read at most once a second per member (scaled with the test clock).
   const breakerCacheMs = config.store.kind === 'redis' ? Math.max(1, Math.min(1000, Math.round(1000 * config.timing.scale))) : 0;
   for (const v of vendors) v.pool.attach(stores.breakers, breakerCacheMs);
+  return { ajv, sandbox, dispatcher, vendors, stores, routes };
+}
 
-  const { scheduler, tasks } = stores;
-  const { tenants, bus, limits, webhooks, wallets, billing, idempotency } = services(config, stores, clock, logger);
-  // The result host: results.base_url, else server.public_base_url, else this process's address once it listens.
-  let listening = '';
-  const resultBackend = await createResultBackend(config);
-  const resultHost = (config.results.base_url ?? config.server.public_base_url)?.replace(/\/+$/, '');
-  const results = resultBackend && new ResultService({ backend: resultBackend, tasks, config: config.results, clock, logger, scheduler, timeScale: config.timing.scale,
-    baseUrl: () => resultHost ?? (listening || `http://${config.server.host}:${config.server.port}`), trustedOrigins: sandbox ? [new URL(sandbox.urlFor('x')).origin] : [] });
-  const accounting = new BilledTaskAccounting(billing, limits, { tasks, clock, tenantIds: async () => (await tenants.listTenants()).map((t) => t.id) });
-  const lifecycle = new TaskLifecycle({ store: tasks, scheduler, bus, clock, accounting, logger, routes, pollErrorLimit: config.timing.poll_error_limit,
+/** The task lifecycle's settings from the config (timings scaled with the test clock). */
+function lifecycleTimings(config: GatewayConfig) {
+  return {
+    pollErrorLimit: config.timing.poll_error_limit,
     sweepIntervalMs: Math.max(1, Math.round(config.timing.sweep_interval_ms * config.timing.scale)),
     sweepGraceMs: Math.max(1, Math.round(config.timing.sweep_grace_ms * config.timing.scale)),
-    sharedMedia: stores.media,
     publicBaseUrl: config.server.public_base_url?.replace(/\/+$/, ''),
-    results,
-  });
-  // Workers run jobs (polls, deliveries, sweeps, purges); api processes only add them.
-  if (role !== 'api') {
-    lifecycle.startWorkers();
-    await lifecycle.scheduleSweep();
-    await webhooks.dispatcher.startPurgeSchedule();
-    await results?.startWorkers();
-  }
+  };
+}
 
-  await bootstrapDemoTenant(config, tenants, billing, logger);
-
-  // The console (docs/console-api.md): sessions, and the tenant self-service API behind them.
-  const sessions = new ConsoleSessions({ store: stores.sessions, tenants, clock, ttlSeconds: config.console?.session_ttl_seconds ?? 3600, adminToken: config.admin.token });
-  const consoleAuth = requireApiKey(tenants, sessions);
-  const reports = new LedgerReports(wallets);
-  const billingRoutes = { billing, limits, tenants, ajv, reports, auth: consoleAuth };
-  const taskConsole = new TaskConsole(tasks, async (tenantId, id) => (await webhooks.deliveries.listForEvent(tenantId, id, { limit: 100 })).data);
-  // Proxied routes (chat completions, model lists), served by the data plane.
-  // Benchmarks may stand in for what the chat path asks of limits and billing (opts.chatPorts).
-  const requestCharges = new RequestCharges(billing, logger);
-  const ports = opts.chatPorts?.({ limits, billing: requestCharges }) ?? { limits, billing: requestCharges };
-  const admission = new Admission({ tenants, limits: ports.limits });
-  const accessLog = accessLogger(logger);
-  const proxy = new ProxyHandler({ service: new ProxyService(vendors, { admission, billing: ports.billing, logger }), logger, accessLog });
-  // Readiness (GET /readyz): not while draining, nor while the store or the job queue is away.
-  let draining = false;
+/** Readiness (GET /readyz): not while draining, nor while the store or the job queue is away. */
+function readinessOf(config: GatewayConfig, stores: Stores, state: { draining: boolean }, siblings?: () => Promise<GatewayError | undefined>) {
   const ready = async (): Promise<GatewayError | undefined> => {
-    if (draining) return new GatewayError('temporarilyUnavailable', 'The gateway is shutting down; send requests to another instance.');
+    if (state.draining) return new GatewayError('temporarilyUnavailable', 'The gateway is shutting down; send requests to another instance.');
     const down = await stores.unavailable(Math.min(READY_PING_MS, config.store.command_timeout_ms));
     return down.length ? dependencyUnavailable(down.join(' and ')) : undefined;
   };
-  const siblings = opts.siblingsReady;
   const readiness = siblings ? async () => {
     const [own, others] = await Promise.all([ready(), siblings()]);
     return own ?? others;
   } : ready;
-  const app = buildApp({
-    logger, vendors, readiness,
-    metricsToken: config.metrics.enabled ? config.metrics.token : null,
-    trustProxy: config.server.trust_proxy,
-    admin: {
-      token: config.admin.token, tenants, ajv, sessions, billing: billingRoutes, webhooks,
-    },
-    tenantRouters: [
-      tenantBillingRouter(billingRoutes), webhookRouter(webhooks, { auth: consoleAuth }),
-      consoleSessionRouter(sessions),
-      tenantConsoleRouter({ keys: new KeySelfService(tenants, () => clock.now()), tasks: taskConsole, reports, sessions, auth: consoleAuth, ajv, clock, storage: results && ((id) => results.storageUse(id)) }),
-      // The pages last: their /console/:a… patterns would otherwise label the /console/v1 API routes.
-      // Thumbnails come from the result host (an http one of its own needs naming) or, with the store off, the sandbox.
-      consolePagesRouter({ imgOrigins: [...(sandbox ? [new URL(sandbox.urlFor('x')).origin] : []), ...(results && resultHost ? [new URL(resultHost).origin] : [])] }),
-    ],
-  });
-  // Every request enters here: descriptor routes to the data plane, the rest to express.
-  const dataPlane = new DataPlane(vendors, { admission, lifecycle, tasks, idempotency, proxy, results });
-  const door = new FrontDoor({ logger, accessLog, dataPlane, controlPlane: app });
-  // Slow or idle senders are closed (408) once their headers, or their whole request, are late;
-  // Node refuses a headers timeout above the request timeout, so it is capped there. The check
-  // runs a few times per headers timeout (at most once a second) so the limits hold closely.
+  return { ready, readiness };
+}
+
+/**
+ * The HTTP server in front of the door. Slow or idle senders are closed (408) once their
+ * headers, or their whole request, are late; Node refuses a headers timeout above the request
+ * timeout, so it is capped there. The check runs a few times per headers timeout (at most once
+ * a second) so the limits hold closely.
+ */
+function createHttpServer(config: GatewayConfig, door: FrontDoor, logger: Logger): Server {
   const requestTimeout = config.server.request_timeout_ms;
   const headersTimeout = requestTimeout > 0 ? Math.min(config.server.headers_timeout_ms, requestTimeout) : config.server.headers_timeout_ms;
   const server = createServer({
@@ -236,68 +276,70 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   }, door.listener);
   server.keepAliveTimeout = 65_000; // longer than common load balancers' idle timeout
   answerRefusals(server, logger);
-  const url = role === 'worker' ? '' : await listen(server, config);
-  listening = url;
-  // Metrics: the figures read at scrape time come from this gateway's stores.
-  setTenantLabel(config.metrics.tenant_label_max || undefined);
-  const unscrape = scrapeFrom(stores, config);
-  let metrics: { server: Server; url: string } | undefined;
-  if (config.metrics.enabled && config.metrics.port !== null) {
-    try {
-      metrics = await listenForMetrics(config.metrics.host, config.metrics.port, config.metrics.token);
-    } catch (err) {
-      unscrape();
-      server.close();
-      await Promise.all([stores.close(0), webhooks.close(), sandbox?.close(), dispatcher.close(), results?.close()]);
-      throw err;
-    }
+  return server;
+}
+
+/** The metrics listener, when it has one; a failure to listen undoes the start (`undo`) and is thrown. */
+async function startMetrics(config: GatewayConfig, undo: () => Promise<void>): Promise<{ server: Server; url: string } | undefined> {
+  if (!config.metrics.enabled || config.metrics.port === null) return undefined;
+  try {
+    return await listenForMetrics(config.metrics.host, config.metrics.port, config.metrics.token);
+  } catch (err) {
+    await undo();
+    throw err;
   }
-  // Last, once nothing can fail: the SDK is loaded only when tracing is on.
-  const tracingSdk: TracingSdk | undefined = config.tracing.enabled ? (await import('./tracing/sdk.ts')).startTracing(config.tracing, logger) : undefined;
-  logger.info({ url, metrics_url: metrics?.url, role, vendors: vendors.map((v) => v.vendor), sandbox: Boolean(sandbox), store: config.store.kind }, role === 'worker' ? 'gateway worker running' : 'gateway listening');
-  if (!config.admin.token) logger.warn('admin API disabled: set GATEWAY_ADMIN_TOKEN to enable it');
+}
 
+interface Running {
+  config: GatewayConfig; logger: Logger; state: { draining: boolean }; server: Server; door: FrontDoor;
+  lifecycle: TaskLifecycle; scheduler: JobScheduler; dispatcher: ReturnType<typeof createUpstreamAgent>;
+  unscrape: () => void; metrics?: { server: Server }; requestCharges: RequestCharges; limits: LimitsService;
+  stores: Stores; webhooks: Webhooks; results?: ResultService; sandbox?: SandboxSimulator; tracingSdk?: TracingSdk;
+}
+
+/** Gateway.close: once, however often it is called. */
+function shutdownOf(r: Running): () => Promise<void> {
   let closing: Promise<void> | undefined;
-  const close = () =>
-    (closing ??= (async () => {
-      const graceMs = config.server.shutdown_grace_ms;
-      draining = true; // /readyz answers 503 from now on
-      const drained = new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
-      // Keep-alive sockets become idle as their last response ends: close them as they do.
-      const sweep = setInterval(() => server.closeIdleConnections(), 50);
-      server.closeIdleConnections();
-      // What is in flight gets the grace period: requests (with what follows their answer: a
-      // chat charge, the access line), running jobs (no new one is taken),
-      // the submissions that followed a 202.
-      const finished = Promise.all([drained.then(() => Promise.all([door.idle(), lifecycle.idle()])), scheduler.close(graceMs)]);
-      if ((await within(finished, graceMs)) === 'late') {
-        // Then it is cut, upstream calls included (undici), so nothing outlives the grace period.
-        // What was cut is left as it was: its task stays active and is re-driven (the job is
-        // run again, or the sweep re-submits it).
-        logger.warn({ grace_ms: graceMs }, 'shutdown grace period over: cutting what is still in flight');
-        lifecycle.stop();
-        server.closeAllConnections();
-        await dispatcher.destroy().catch(() => {});
-        await within(finished, CUT_WAIT_MS);
-      }
-      clearInterval(sweep);
-      unscrape();
-      metrics?.server.close();
-      metrics?.server.closeAllConnections();
-      await Promise.all([lifecycle.flushWithdrawals(CUT_WAIT_MS), requestCharges.flush(CUT_WAIT_MS)]);
-      limits.close();
-      await stores.close(0);
-      await webhooks.close();
-      await results?.close();
-      await sandbox?.close();
-      if (!dispatcher.destroyed) await dispatcher.close();
-      // After everything that makes spans has stopped: the last batch goes out.
-      await tracingSdk?.shutdown();
-      throttled(logger).flushAll();
-      logger.info('gateway stopped');
-    })());
+  return () => (closing ??= shutdown(r));
+}
 
-  return { url, metricsUrl: metrics?.url, server, config, logger, vendors, tenants, tasks, lifecycle, bus, scheduler, billing, limits, webhooks, proxy, accessLog, sandbox, results, ready, close };
+async function shutdown(r: Running): Promise<void> {
+  const { server, lifecycle, dispatcher } = r;
+  const graceMs = r.config.server.shutdown_grace_ms;
+  r.state.draining = true; // /readyz answers 503 from now on
+  const drained = new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
+  // Keep-alive sockets become idle as their last response ends: close them as they do.
+  const sweep = setInterval(() => server.closeIdleConnections(), 50);
+  server.closeIdleConnections();
+  // What is in flight gets the grace period: requests (with what follows their answer: a
+  // chat charge, the access line), running jobs (no new one is taken),
+  // the submissions that followed a 202.
+  const finished = Promise.all([drained.then(() => Promise.all([r.door.idle(), lifecycle.idle()])), r.scheduler.close(graceMs)]);
+  if ((await within(finished, graceMs)) === 'late') {
+    // Then it is cut, upstream calls included (undici), so nothing outlives the grace period.
+    // What was cut is left as it was: its task stays active and is re-driven (the job is
+    // run again, or the sweep re-submits it).
+    r.logger.warn({ grace_ms: graceMs }, 'shutdown grace period over: cutting what is still in flight');
+    lifecycle.stop();
+    server.closeAllConnections();
+    await dispatcher.destroy().catch(() => {});
+    await within(finished, CUT_WAIT_MS);
+  }
+  clearInterval(sweep);
+  r.unscrape();
+  r.metrics?.server.close();
+  r.metrics?.server.closeAllConnections();
+  await Promise.all([lifecycle.flushWithdrawals(CUT_WAIT_MS), r.requestCharges.flush(CUT_WAIT_MS)]);
+  r.limits.close();
+  await r.stores.close(0);
+  await r.webhooks.close();
+  await r.results?.close();
+  await r.sandbox?.close();
+  if (!dispatcher.destroyed) await dispatcher.close();
+  // After everything that makes spans has stopped: the last batch goes out.
+  await r.tracingSdk?.shutdown();
+  throttled(r.logger).flushAll();
+  r.logger.info('gateway stopped');
 }
 
 /** Listen on server.host:port; the URL clients reach it at (a wildcard address as loopback). */

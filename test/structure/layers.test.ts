@@ -218,9 +218,7 @@ const MAX_FUNCTION_LINES = 80;
  * paid, not a licence. One that grows fails, a new one fails, and an entry whose function is back
  * under the limit (or gone) fails until it is struck from this list.
  */
-const LONG_FUNCTIONS: Readonly<Record<string, number>> = {
-  'gateway.ts startGateway': 189,
-};
+const LONG_FUNCTIONS: Readonly<Record<string, number>> = {};
 
 interface SyntaxNode {
   type: string;
