@@ -144,6 +144,10 @@ for (const backend of ['local', 's3'] as const) {
       });
       const done = await run(D, [files.put(`/d/${n}/event.png`, { bytes: randomBytesOf(100), type: 'image/png' })], key);
       expect(done.body.task_info.status, done.text).to.equal('completed');
+      // The event follows the terminal transition the GET already shows (engine/tasks/ending.ts):
+      // on Redis a poll can read `completed` a moment before the event is published.
+      const deadline = Date.now() + 5_000;
+      while (!seen.some((e) => e.type === 'task.succeeded') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       const succeeded = seen.find((e) => e.type === 'task.succeeded');
       expect(succeeded, JSON.stringify(seen.map((e) => e.type))).to.not.equal(undefined);
       expect(succeeded!.data.payload.images).to.deep.equal(done.body.images);
