@@ -10,7 +10,7 @@ import { placeholdersOf } from '../upstream/answer-paths.ts';
 import { compilePricing, PricingConfigError, type PricingBlock, type PricePlan } from './pricing.ts';
 import { ExprError, type CompiledExpr } from '../util/expr.ts';
 import type { VendorCompileContext } from './compile-context.ts';
-import type { TaskStatus } from '../tasks/task.ts';
+import type { TaskStatus } from '../vocabulary/task-status.ts';
 import type { RouteSpec } from './types.ts';
 
 export interface AsyncRoutePlan {

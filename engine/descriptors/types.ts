@@ -1,5 +1,5 @@
 // TypeScript view of a vendor descriptor (schemas/vendor.schema.json is the source of truth).
-import type { TaskStatus } from '../tasks/task.ts';
+import type { TaskStatus } from '../vocabulary/task-status.ts';
 import type { MediaRule } from '../media/checks.ts';
 import type { AuthSpec } from '../upstream/auth-schemes.ts';
 import type { Normaliser, RequestRuleSpec } from '../validation/request-validator.ts';

@@ -5,6 +5,7 @@ import type { RouteSpec } from '../descriptors/types.ts';
 import type { ErrorName } from '../errors/catalogue.ts';
 import { EVENT_TYPES } from '../events/bus.ts';
 import type { JsonObject } from '../validation/json-schema.ts';
+import { TASK_STATUSES } from '../vocabulary/task-status.ts';
 import { codeList, COMPONENT } from './problems.ts';
 
 /** The errors a task most often ends with, after its creation was answered. */
@@ -27,7 +28,7 @@ export function taskResponseSchema(routes: readonly RouteSpec[]): JsonObject {
 
 export function baseComponents(): JsonObject {
   return {
-    task_status: { type: 'string', enum: ['pending', 'processing', 'completed', 'failed'] },
+    task_status: { type: 'string', enum: [...TASK_STATUSES] },
     task_error: {
       type: 'object',
       required: ['code', 'title', 'detail'],

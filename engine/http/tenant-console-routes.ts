@@ -10,7 +10,7 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { GatewayError } from '../errors/gateway-error.ts';
-import { TASK_STATUSES, type TaskStatus } from '../tasks/task.ts';
+import { TASK_STATUSES, type TaskStatus } from '../vocabulary/task-status.ts';
 import { instant, usageRange, type LedgerReports } from '../billing/reports.ts';
 import type { TaskConsole, TaskListQuery } from '../tasks/console.ts';
 import { requireScope, type AuthContext } from '../tenants/auth-context.ts';

@@ -13,7 +13,7 @@ import type { Problem } from '../config/yaml-source.ts';
 import type { LoadedVendor } from '../descriptors/load-descriptors.ts';
 import { resultFieldValue } from '../descriptors/result-fields.ts';
 import type { RouteSpec } from '../descriptors/types.ts';
-import type { TaskStatus } from '../tasks/task.ts';
+import type { TaskStatus } from '../vocabulary/task-status.ts';
 import { buildTaskPath, pathUnderBase, placeholdersOf, readsHttpStatus, UnsafePathError } from '../upstream/answer-paths.ts';
 import { compileExpr, type CompiledExpr } from '../util/expr.ts';
 import { fillFixture, fixtureAnswer, fixtureVars } from './fixtures.ts';

@@ -1,7 +1,7 @@
 // Active tasks by vendor, for the gateway_tasks_active gauge: read at scrape time from the
 // store's unsettled index (the safety sweep's), so every process reports the same figure.
 import type { TaskStore } from './store.ts';
-import { TERMINAL } from './task.ts';
+import { TERMINAL } from '../vocabulary/task-status.ts';
 
 const PAGE = 1000;
 /** A scrape reads at most PAGE × MAX_PAGES tasks (50,000); past that the figures are lower bounds. */

@@ -5,7 +5,8 @@ import { TASK_EVENTS, taskEventsAt } from '../events/bus.ts';
 import { exactCredits } from '../util/money.ts';
 import { eventId } from './ending.ts';
 import type { TaskStore } from './store.ts';
-import { taskResponse, type TaskRecord, type TaskStatus } from './task.ts';
+import { taskResponse, type TaskRecord } from './task.ts';
+import type { TaskStatus } from '../vocabulary/task-status.ts';
 
 export interface TaskListQuery {
   status?: TaskStatus;

@@ -7,7 +7,8 @@ import { TASK_EVENTS } from '../events/bus.ts';
 import { taskDuration, tasksFinished } from '../metrics/metrics.ts';
 import { isoNow } from '../util/clock.ts';
 import type { LifecycleDeps } from './lifecycle-deps.ts';
-import { ACTIVE, TERMINAL, taskInfo, taskResponse, type TaskRecord } from './task.ts';
+import { taskInfo, taskResponse, type TaskRecord } from './task.ts';
+import { ACTIVE, TERMINAL } from '../vocabulary/task-status.ts';
 
 export class TaskEnding {
   private readonly d: LifecycleDeps;

@@ -14,7 +14,8 @@ import { JOBS, type LifecycleDeps, type LifecycleState } from './lifecycle-deps.
 import { asGatewayError, DescriptorDefect, descriptorExpression, mappedError, memberOf, readOptional, reportDefect, routeOf } from './provider.ts';
 import { readResult, taskPath } from './upstream-answers.ts';
 import { readsHttpStatus, UnsafePathError } from '../upstream/answer-paths.ts';
-import { ACTIVE, type TaskRecord, type TaskStatus } from './task.ts';
+import { type TaskRecord } from './task.ts';
+import { ACTIVE, type TaskStatus } from '../vocabulary/task-status.ts';
 import { copyResults } from './result-copy.ts';
 import { throttled } from '../log/throttle.ts';
 

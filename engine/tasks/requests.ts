@@ -12,7 +12,8 @@ import { isUuid, newUuid } from '../util/ids.ts';
 import { HoldClosedError } from './accounting.ts';
 import type { TaskLifecycle } from './lifecycle.ts';
 import { TaskExistsError, type TaskStore } from './store.ts';
-import { TERMINAL, taskInfo, taskResponse, type TaskRecord } from './task.ts';
+import { taskInfo, taskResponse, type TaskRecord } from './task.ts';
+import { TERMINAL } from '../vocabulary/task-status.ts';
 
 const STORE_GET = { [ATTR_DB_OPERATION_NAME]: 'tasks.get' };
 

@@ -1,6 +1,6 @@
 // The task-store port. Transitions are compare-and-set on the status, so a late or duplicate
 // poll answer can never move a finished task, and two workers cannot both finish one task.
-import type { TaskStatus } from './task.ts';
+import type { TaskStatus } from '../vocabulary/task-status.ts';
 import type { TaskRecord } from './task.ts';
 
 /** create() of an id that is already stored (an earlier attempt of the same Idempotency-Key wrote it). */

@@ -25,7 +25,8 @@ import { JOBS, type LifecycleDeps, type LifecycleState } from './lifecycle-deps.
 import { pollDelay } from './poll.ts';
 import { asGatewayError, countedError, DescriptorDefect, descriptorExpression, mappedError, readOptional, reportDefect, routeOf } from './provider.ts';
 import { TaskExistsError } from './store.ts';
-import { ACTIVE, taskInfo, type TaskRecord } from './task.ts';
+import { taskInfo, type TaskRecord } from './task.ts';
+import { ACTIVE } from '../vocabulary/task-status.ts';
 import { throttled } from '../log/throttle.ts';
 import { checkTaskPaths, submitPathWithCallback, submitUrls } from './upstream-answers.ts';
 

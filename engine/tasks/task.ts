@@ -1,9 +1,7 @@
 // The task record the engine keeps, and the client-facing views of it: the GET response
 // (`task_info` plus result fields beside it) and the `task_info` object itself.
 import type { TaskError } from '../errors/gateway-error.ts';
-/** A task's states; descriptors' status maps target them (engine/descriptors/types.ts). */
-export type TaskStatus = 'pending' | 'processing' | 'completed' | 'failed';
-export const TASK_STATUSES: readonly TaskStatus[] = ['pending', 'processing', 'completed', 'failed'];
+import type { TaskStatus } from '../vocabulary/task-status.ts';
 
 export interface TaskRecord {
   id: string;
@@ -56,10 +54,6 @@ export interface TaskRecord {
   /** Why the last copy of the result files failed (retried until the deadline, which then fails the task with 4012). */
   result_copy_error?: string;
 }
-
-export const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed']);
-/** The statuses a transition may move a task out of (every transition is a compare-and-set on them). */
-export const ACTIVE: readonly TaskStatus[] = ['pending', 'processing'];
 
 export interface TaskInfo {
   id: string;

@@ -8,7 +8,7 @@ import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { YamlSource } from '../config/yaml-source.ts';
 import type { LoadedVendor } from '../descriptors/load-descriptors.ts';
 import type { RouteSpec } from '../descriptors/types.ts';
-import { TASK_STATUSES } from '../tasks/task.ts';
+import { TASK_STATUSES } from '../vocabulary/task-status.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import { compileExpr, ExprError, type CompiledExpr } from '../util/expr.ts';
 import type { RequestValidator } from '../validation/request-validator.ts';

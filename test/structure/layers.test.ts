@@ -27,15 +27,17 @@
 //                     import only ports, records, the ground floor and npm packages.
 //   ground floor      errors, util (ids, clock, within, money, expressions, json bodies), log, metrics,
 //                     tracing (OpenTelemetry spans), config (the config record and the positioned
-//                     YAML reader): anyone may import them.
+//                     YAML reader), vocabulary (the task statuses every layer speaks): anyone may
+//                     import them.
 //   offline tooling   engine/cli, engine/tooling: operator tools; may import anything (the CLI
 //                     also starts the gateway); nothing else imports them. engine/cluster (the
 //                     `serve --workers` primary and its workers' side) is the CLI's, placed here.
 //
 // The test fails with a readable list on:
-//   (a) an import cycle between engine folders (store/memory, store/redis, store/files and store/s3
-//       count as their own folders, and so do the port files of a service folder, `<folder>:ports`,
-//       a layer below their service; the composition root and offline tooling are outside the graph);
+//   (a) an import cycle between engine folders, type-only imports included (store/memory,
+//       store/redis, store/files and store/s3 count as their own folders; a service folder's port
+//       files count as the folder, so a word two folders share lives on the ground floor, not in
+//       one of them; the composition root and offline tooling are outside the graph);
 //   (b) a service importing express or engine/http/;
 //   (c) the compiler (descriptors, validation) importing a service or engine/http/;
 //   (d) an adapter importing anything but ports, records, its own folder and the ground floor;
@@ -58,7 +60,7 @@ const COMPILER = new Set(['descriptors', 'validation']);
 const PORT_FOLDERS = new Set(['upstream', 'events', 'jobs', 'media', 'store']);
 const PORT_FILES = new Set(['tasks/task.ts', 'tenants/types.ts', 'limits/config.ts']);
 const ADAPTERS = new Set(['store/memory', 'store/redis', 'store/files', 'store/s3']);
-const GROUND = new Set(['errors', 'util', 'log', 'config', 'metrics', 'tracing']);
+const GROUND = new Set(['errors', 'util', 'log', 'config', 'metrics', 'tracing', 'vocabulary']);
 const TOOLING = new Set(['cli', 'tooling', 'cluster']);
 const HTTP = 'http';
 const ROOT = 'root';
@@ -106,20 +108,13 @@ const edges = engineFiles().flatMap(importsOf);
 const local = edges.filter((e) => e.specifier.startsWith('.') && !e.to.startsWith('..'));
 const show = (e: Edge) => `engine/${e.from} → ${e.specifier.startsWith('.') ? `engine/${e.to}` : e.specifier}`;
 
+const crossFolder = local.filter((e) => folderOf(e.from) !== folderOf(e.to));
+
 /** Tarjan's strongly connected components over the folder graph, each as its member folders. */
-/** A file's node in the cycle graph: its folder, or `<folder>:ports` for a service folder's port files (a layer below it). */
-function nodeOf(file: string): string {
-  const folder = folderOf(file);
-  return SERVICES.has(folder) && isPort(file) ? `${folder}:ports` : folder;
-}
-
-const crossNode = local.filter((e) => nodeOf(e.from) !== nodeOf(e.to));
-
 function folderCycles(): string[][] {
   const graph = new Map<string, Set<string>>();
-  for (const e of crossNode) {
-    const [from, to] = [nodeOf(e.from), nodeOf(e.to)];
-    if (from.endsWith(':ports') && to === from.slice(0, -':ports'.length)) continue; // a port file reading its own folder
+  for (const e of crossFolder) {
+    const [from, to] = [folderOf(e.from), folderOf(e.to)];
     if (from === ROOT || to === ROOT || TOOLING.has(from) || TOOLING.has(to)) continue;
     if (!graph.has(from)) graph.set(from, new Set());
     graph.get(from)!.add(to);
@@ -167,8 +162,8 @@ function violations(): string[] {
   for (const component of folderCycles()) {
     const members = new Set(component);
     found.push(`(a) import cycle between ${component.join(', ')}:`);
-    for (const e of crossNode) {
-      if (members.has(nodeOf(e.from)) && members.has(nodeOf(e.to))) found.push(`      ${show(e)}`);
+    for (const e of crossFolder) {
+      if (members.has(folderOf(e.from)) && members.has(folderOf(e.to))) found.push(`      ${show(e)}`);
     }
   }
   for (const e of edges) {

@@ -6,7 +6,8 @@
 // (each costs about 0.7 KB of heap; docs/performance.md): a queue in finishing order, trimmed
 // as tasks are created and finish. Unsettled tasks are never dropped.
 import { TaskExistsError, type TaskStore, type TenantTaskBatch, type TenantTaskStep } from '../../tasks/store.ts';
-import { TERMINAL, type TaskRecord, type TaskStatus } from '../../tasks/task.ts';
+import { type TaskRecord } from '../../tasks/task.ts';
+import { TERMINAL, type TaskStatus } from '../../vocabulary/task-status.ts';
 import { systemClock, type Clock } from '../../util/clock.ts';
 import { ExpiryQueue } from './expiry-queue.ts';
 import { snapshot } from './snapshot.ts';

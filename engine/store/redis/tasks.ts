@@ -23,7 +23,8 @@
 //   expiry:  the task key's TTL removes the task only; listByTenant drops entries whose task is
 //            gone once older than ORPHAN_GRACE_MS (the trim at create catches the rest).
 import { TaskExistsError, type TaskStore, type TenantTaskBatch, type TenantTaskStep } from '../../tasks/store.ts';
-import { TERMINAL, type TaskRecord, type TaskStatus } from '../../tasks/task.ts';
+import { type TaskRecord } from '../../tasks/task.ts';
+import { TERMINAL, type TaskStatus } from '../../vocabulary/task-status.ts';
 import { decodeRecord, encodePatch, encodeRecord, jsonValue } from './codec.ts';
 import { Keys, type RedisStoreOptions } from './keys.ts';
 import { lua } from './script.ts';
