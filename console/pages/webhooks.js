@@ -5,9 +5,13 @@ import { html, useState } from '../lib.js';
 import { api } from '../api.js';
 import { ConfirmButton, Field, Loading, PageHeader, Problem, SecretOnce, Status, Time, useAction, useLoad } from '../ui.js';
 
-export const EVENT_TYPES = ['task.created', 'task.succeeded', 'task.failed', 'balance.low'];
+/** The event types an endpoint may subscribe to, from the gateway (engine/events/types.ts): the page keeps no list of its own. */
+function useEventTypes() {
+  return useLoad(() => api('GET', '/v1/webhooks/event-types'), []);
+}
 
 function EndpointForm({ idPrefix, initial, submitLabel, onSubmit, action, onCancel }) {
+  const types = useEventTypes();
   const submit = async (e) => {
     e.preventDefault();
     const form = e.currentTarget;
@@ -26,7 +30,8 @@ function EndpointForm({ idPrefix, initial, submitLabel, onSubmit, action, onCanc
     <//>
     <fieldset class="field">
       <legend>Events</legend>
-      ${EVENT_TYPES.map((t) => html`<label class="check"><input type="checkbox" name="events" value=${t} defaultChecked=${events.includes(t)} /> ${t}</label>`)}
+      <${Loading} state=${types} />
+      ${(types.data?.data ?? []).map(({ type: t, summary }) => html`<label class="check" title=${summary}><input type="checkbox" name="events" value=${t} defaultChecked=${events.includes(t)} /> ${t}</label>`)}
     </fieldset>
     <${Field} id=${`${idPrefix}-description`} label="Description (optional)">
       <input id=${`${idPrefix}-description`} name="description" maxlength="500" defaultValue=${initial?.description ?? ''} />

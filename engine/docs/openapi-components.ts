@@ -1,9 +1,10 @@
 // The shared components of the OpenAPI document (./openapi.ts): task_info and its error, the
-// problem body, a task's GET response, and the webhook event payloads.
+// problem body, a task's GET response, and the webhooks (each event type's payload schema is
+// defined in engine/events/types.ts; this wraps it in the envelope and the delivery headers).
 import { URL_LIST_FIELDS } from '../descriptors/result-fields.ts';
 import type { RouteSpec } from '../descriptors/types.ts';
 import type { ErrorName } from '../errors/catalogue.ts';
-import { EVENT_TYPES } from '../events/bus.ts';
+import { EVENT_DEFINITIONS, EVENT_TYPES } from '../events/types.ts';
 import type { JsonObject } from '../validation/json-schema.ts';
 import { TASK_STATUSES } from '../vocabulary/task-status.ts';
 import { codeList, COMPONENT } from './problems.ts';
@@ -102,25 +103,6 @@ export function baseComponents(): JsonObject {
   };
 }
 
-function taskEvent(type: string, payload: JsonObject, what: string): JsonObject {
-  return {
-    allOf: [
-      { $ref: `${COMPONENT}event_envelope` },
-      {
-        properties: {
-          type: { const: type },
-          data: {
-            type: 'object',
-            required: ['vendor', 'model_name', 'payload'],
-            properties: { vendor: { type: 'string' }, model_name: { type: 'string' }, payload },
-          },
-        },
-      },
-    ],
-    description: what,
-  };
-}
-
 export function webhookItems(): JsonObject {
   const headers = [
     { name: 'X-Service-Webhook-Id', in: 'header', required: true, description: 'Delivery id (whd_...), identical across retries; deduplicate on it.', schema: { type: 'string', pattern: '^whd_' } },
@@ -136,45 +118,10 @@ export function webhookItems(): JsonObject {
       responses: { '2XX': { description: 'Delivered. Anything else (or no answer within 30 s) is retried up to 5 times.' } },
     },
   });
-  const taskInfoWith = (extra: JsonObject) => ({ allOf: [{ $ref: `${COMPONENT}task_info` }, extra] });
-  return {
-    'task.created': item('A task was created', taskEvent('task.created', { type: 'object', required: ['task_info'], properties: { task_info: taskInfoWith({ properties: { status: { const: 'pending' } } }) } }, 'payload: task_info only (status pending).')),
-    'task.succeeded': item('A task completed', taskEvent('task.succeeded', {
-      type: 'object',
-      required: ['task_info'],
-      properties: {
-        task_info: taskInfoWith({ properties: { status: { const: 'completed' } } }),
-        images: { type: 'array', items: { type: 'string', format: 'uri' } },
-        videos: { type: 'array', items: { type: 'string', format: 'uri' } },
-        audios: { type: 'array', items: { type: 'string', format: 'uri' } },
-      },
-    }, 'payload: the full GET task response (task_info and the result fields).')),
-    'task.failed': item('A task failed', taskEvent('task.failed', { type: 'object', required: ['task_info'], properties: { task_info: taskInfoWith({ required: ['error'], properties: { status: { const: 'failed' } } }) } }, 'payload: task_info with status failed and its error.')),
-    'balance.low': item('The wallet balance dropped below the threshold', {
-      allOf: [
-        { $ref: `${COMPONENT}event_envelope` },
-        {
-          properties: {
-            type: { const: 'balance.low' },
-            data: {
-              type: 'object',
-              required: ['user_id', 'payload'],
-              properties: {
-                user_id: { type: 'string', format: 'uuid' },
-                payload: {
-                  type: 'object',
-                  required: ['available_balance', 'trigger_threshold', 'currency'],
-                  properties: {
-                    available_balance: { type: 'string', pattern: '^-?[0-9]+\\.[0-9]{2}$', description: 'Credits after the triggering charge.' },
-                    trigger_threshold: { type: 'string', pattern: '^[0-9]+\\.[0-9]{2}$', description: 'Credits.' },
-                    currency: { const: 'credits' },
-                  },
-                },
-              },
-            },
-          },
-        },
-      ],
-    }),
-  };
+  // Each event type's envelope, its `data` as events/ defines it.
+  return Object.fromEntries(EVENT_TYPES.map((type) => {
+    const { summary, description, data } = EVENT_DEFINITIONS[type];
+    const schema = { allOf: [{ $ref: `${COMPONENT}event_envelope` }, { properties: { type: { const: type }, data } }], description };
+    return [type, item(summary, schema as JsonObject)];
+  }));
 }

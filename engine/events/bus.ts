@@ -4,22 +4,7 @@
 // subscribers write to, not in the bus.
 import { prefixedId } from '../util/ids.ts';
 import { isoNow, type Clock } from '../util/clock.ts';
-
-export type EventType = 'task.created' | 'task.succeeded' | 'task.failed' | 'balance.low';
-export const EVENT_TYPES: readonly EventType[] = ['task.created', 'task.succeeded', 'task.failed', 'balance.low'];
-
-/**
- * The events a task emits, by the status it reached: `task.created` when it is accepted, one
- * terminal event when it ends. A new task event is added here; the lifecycle emits what this
- * says and the console lists a task's events from it (engine/tasks/console.ts).
- */
-export const TASK_EVENTS = { created: 'task.created', completed: 'task.succeeded', failed: 'task.failed' } as const satisfies Record<string, EventType>;
-
-/** The events a task in `status` has emitted so far, in order. */
-export function taskEventsAt(status: string): EventType[] {
-  const terminal = (TASK_EVENTS as Record<string, EventType>)[status];
-  return status === 'created' || !terminal ? [TASK_EVENTS.created] : [TASK_EVENTS.created, terminal];
-}
+import type { EventType } from './types.ts';
 
 /** The envelope of the spec ("Events"), plus the owning tenant (never sent to receivers). */
 export interface GatewayEvent {

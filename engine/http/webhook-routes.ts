@@ -12,12 +12,14 @@
 //   GET    /v1/webhooks/deliveries/:id                 delivery + attempts       console:read
 //   POST   /v1/webhooks/deliveries/:id/resend          202 delivery              console:create
 //   GET    /v1/events/:id/deliveries                   {data, has_more}          console:read
+//   GET    /v1/webhooks/event-types                    {data}                    console:read
 //
 // Lists of deliveries are newest first with cursor pagination: `?limit=1..100` (default 20)
 // and `?starting_after=<last id of the previous page>`.
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { jsonBody } from './body.ts';
 import { authOf } from './context.ts';
+import { EVENT_DEFINITIONS, EVENT_TYPES } from '../events/types.ts';
 import { pageLimit, query } from './query.ts';
 import { requireScope } from '../tenants/auth-context.ts';
 import type { WebhookEndpoints } from '../webhooks/endpoints.ts';
@@ -50,6 +52,11 @@ export function webhookRouter(deps: WebhookRouteDeps, opts: { prefix?: string; a
     return auth.tenantId;
   };
 
+  // The event types an endpoint may subscribe to, as engine/events/types.ts defines them (the console's form lists these).
+  r.get(`${prefix}/webhooks/event-types`, (_req, res) => {
+    tenant(res, 'read');
+    res.json({ data: EVENT_TYPES.map((type) => ({ type, summary: EVENT_DEFINITIONS[type].summary, description: EVENT_DEFINITIONS[type].description })) });
+  });
   r.post(`${prefix}/webhooks/endpoints`, json, async (req, res) => {
     res.status(201).json(await endpoints.create(tenant(res, 'create'), req.body));
   });

@@ -1,7 +1,7 @@
 // A tenant's tasks as its console reads them: the filtered, newest-first listing over the
 // store's per-tenant index, and one task with the events it emitted and their deliveries.
 import { GatewayError } from '../errors/gateway-error.ts';
-import { TASK_EVENTS, taskEventsAt } from '../events/bus.ts';
+import { TASK_EVENTS, taskEventsAt } from '../events/types.ts';
 import { exactCredits } from '../util/money.ts';
 import { eventId } from './ending.ts';
 import type { TaskStore } from './store.ts';

@@ -3,7 +3,7 @@
 // task.succeeded / task.failed event), re-run by whoever finds them cut short.
 import { hash } from 'node:crypto';
 import type { GatewayError } from '../errors/gateway-error.ts';
-import { TASK_EVENTS } from '../events/bus.ts';
+import { TASK_EVENTS } from '../events/types.ts';
 import { taskDuration, tasksFinished } from '../metrics/metrics.ts';
 import { isoNow } from '../util/clock.ts';
 import type { LifecycleDeps } from './lifecycle-deps.ts';

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { ATTR_DB_OPERATION_NAME } from '@opentelemetry/semantic-conventions';
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
 import { GatewayError, isDependencyUnavailable } from '../errors/gateway-error.ts';
-import { TASK_EVENTS } from '../events/bus.ts';
+import { TASK_EVENTS } from '../events/types.ts';
 import { MediaGoneError, mediaBlobs, tokensIn } from '../media/blobs.ts';
 import { adoptMedia, forgetSharedMedia, shareMedia } from '../media/shared.ts';
 import { submissionsUnknown, tasksCreated } from '../metrics/metrics.ts';

@@ -10,7 +10,8 @@
 import { GatewayError } from '../errors/gateway-error.ts';
 import { isoNow, type Clock } from '../util/clock.ts';
 import { prefixedId, randomBase62 } from '../util/ids.ts';
-import type { EventType, GatewayEvent } from '../events/bus.ts';
+import type { GatewayEvent } from '../events/bus.ts';
+import type { EventType } from '../events/types.ts';
 import type { WebhookConfig } from './config.ts';
 import type { WebhookDispatcher } from './dispatcher.ts';
 import { AddressPolicy, destinationRefusal, systemResolver, type HostResolver } from './ssrf.ts';

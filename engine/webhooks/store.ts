@@ -1,7 +1,7 @@
 // The webhook storage port. Every method is ONE atomic operation (memory: one synchronous
 // step; Redis: one Lua script or MULTI), so several gateway processes can share a store
 // without read-modify-write races in the services.
-import type { EventType } from '../events/bus.ts';
+import type { EventType } from '../events/types.ts';
 
 /**
  * A registered endpoint. Shown to clients without `tenant_id` and `secret`.

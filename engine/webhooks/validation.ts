@@ -3,7 +3,7 @@
 // 2002 (missing) before 2001 (wrong type/format/enum) before 2003 (rejected value).
 import { errorNamed } from '../errors/catalogue.ts';
 import { GatewayError, type FieldError } from '../errors/gateway-error.ts';
-import { EVENT_TYPES, type EventType } from '../events/bus.ts';
+import { EVENT_TYPES, type EventType } from '../events/types.ts';
 
 export const MAX_URL_CHARS = 2048;
 export const MAX_DESCRIPTION_CHARS = 200;

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { harness, waitFor, taskData, TENANT, type Harness } from './support/harness.ts';
 import { Receiver, independentSignature, type Received } from './support/receiver.ts';
 import { verifyWebhook, WebhookVerificationError } from '../../engine/webhooks/signature.ts';
-import { EVENT_TYPES } from '../../engine/events/bus.ts';
+import { EVENT_TYPES } from '../../engine/events/types.ts';
 import type { HostResolver } from '../../engine/webhooks/ssrf.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
