@@ -56,8 +56,9 @@ async function redisStores(config: GatewayConfig, role: Role, finishedTtlMs: num
   // with the memory store their code would hold about 10 MB of heap for nothing.
   const [{ RedisBreakerStore }, { BullJobScheduler }, { failFastClient, jobWorkerCluster, pingAll, probeWrites }, {
     RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisSessionStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateCounters,
-  }] = await Promise.all([
+  }, { RedisDirectoryFeed }, { Keys }] = await Promise.all([
     import('./store/redis/breakers.ts'), import('./store/redis/job-scheduler.ts'), import('./store/redis/client.ts'), import('./store/redis/index.ts'),
+    import('./store/redis/directory-feed.ts'), import('./store/redis/keys.ts'),
   ]);
   // Requests use fail-fast connections (engine/store/redis/client.ts): while Redis is away they
   // are refused within store.command_timeout_ms (503 / 4003), and nothing they sent is queued to
@@ -81,6 +82,9 @@ async function redisStores(config: GatewayConfig, role: Role, finishedTtlMs: num
   }
   const workerCluster = clusterNodes && role !== 'api' ? jobWorkerCluster(clusterNodes) : undefined;
   const o = { client, prefix: `${config.store.key_prefix}:` };
+  // Keys and tenants are cached in the process while this subscription vouches for them.
+  const directory = new RedisDirectoryFeed(config.store, new Keys(o.prefix).dirChanges());
+  await directory.start();
   const scheduler = new BullJobScheduler({
     url: config.store.redis_url,
     workerCluster,
@@ -92,7 +96,7 @@ async function redisStores(config: GatewayConfig, role: Role, finishedTtlMs: num
   });
   return {
     tasks: new RedisTaskStore({ ...o, finishedTtlMs }),
-    tenants: new RedisTenantStore(o),
+    tenants: new RedisTenantStore({ ...o, changes: directory }),
     sessions: new RedisSessionStore({ ...o, maxLifetimeMs: SESSION_LIFETIME_CAP_MS }),
     wallets: new RedisWalletStore({ ...o, closedHoldTtlMs: config.store.hold_retention_hours * 3_600_000 }),
     limits: new RedisLimitsStore(o),
@@ -108,6 +112,7 @@ async function redisStores(config: GatewayConfig, role: Role, finishedTtlMs: num
       return [...(store === 'done' ? [] : ['store']), ...(jobs ? [] : ['job queue'])];
     },
     close: async (graceMs) => {
+      directory.close();
       await scheduler.close(graceMs);
       // QUIT waits for the replies in flight; a Redis that is away or silent gets none: drop the connection.
       await Promise.all([client, limiterClient].map(async (c) => (c.status === 'ready' && (await within(c.quit(), 500)) === 'done') || c.disconnect()));

@@ -1,5 +1,6 @@
 // Tenants and API keys: issuing (shown once, stored as a hash), revoking (effective at once:
-// every request looks the key up), and authenticating a bearer header into an AuthContext.
+// every request looks the key up, or a cache that the store's change feed empties in every
+// process, ./credential-cache.ts), and authenticating a bearer header into an AuthContext.
 import { hash } from 'node:crypto';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { AuthContext } from './auth-context.ts';
@@ -10,6 +11,7 @@ import type { TenantStore } from './store.ts';
 import { traced, tracing } from '../tracing/tracing.ts';
 import type { ApiKeyRecord, TenantRecord } from './types.ts';
 import type { CredentialGuard, CredentialKind } from './credential-guard.ts';
+import { CredentialCache, type Credential } from './credential-cache.ts';
 
 export interface IssueKeyOptions {
   name?: string;
@@ -28,11 +30,14 @@ export class TenantService {
   private readonly clock: Clock;
   /** Counts failed authentications per client address (credential guessing); none in unit tests. */
   readonly guard: CredentialGuard | undefined;
+  /** Keys and their tenants by hash, when the store has a change feed (./credential-cache.ts). */
+  private readonly cache: CredentialCache | undefined;
 
   constructor(store: TenantStore, clock: Clock, guard?: CredentialGuard) {
     this.store = store;
     this.clock = clock;
     this.guard = guard;
+    this.cache = store.changes ? new CredentialCache(store.changes) : undefined;
   }
 
   /**
@@ -60,11 +65,11 @@ export class TenantService {
   }
 
   setDisabled(id: string, disabled: boolean): Promise<TenantRecord | undefined> {
-    return this.store.setTenantDisabled(id, disabled);
+    return this.store.setTenantDisabled(id, disabled).finally(() => this.cache?.clear());
   }
 
   async setLimits(id: string, limits: TenantLimitsInput | undefined): Promise<TenantRecord> {
-    const t = await this.store.setTenantLimits(id, limits);
+    const t = await this.store.setTenantLimits(id, limits).finally(() => this.cache?.clear());
     if (!t) throw new GatewayError('resourceNotFound', `No tenant ${id}.`);
     return t;
   }
@@ -97,7 +102,7 @@ export class TenantService {
   }
 
   async revokeKey(id: string): Promise<ApiKeyRecord> {
-    const k = await this.store.revokeKey(id, isoNow(this.clock));
+    const k = await this.store.revokeKey(id, isoNow(this.clock)).finally(() => this.cache?.clear());
     if (!k) throw new GatewayError('resourceNotFound', `No API key ${id}.`);
     return k;
   }
@@ -121,24 +126,32 @@ export class TenantService {
 
   /** A key's secret (the console's sign-in) → who is calling; the same refusals as a bearer header. */
   async authenticateSecret(secret: string): Promise<AuthContext> {
-    return this.usable(await this.store.findKeyByHash(hashKey(secret)));
+    const hash = hashKey(secret);
+    const read = () => this.credential(this.store.findKeyByHash(hash));
+    return this.usable(await (this.cache ? this.cache.get(hash, read) : read()));
   }
 
   /** The context of the key `keyId` if it is still usable (a console session checks its key on every use). */
   async keyContext(keyId: string): Promise<AuthContext> {
-    return this.usable(await this.store.getKey(keyId));
+    return this.usable(await this.credential(this.store.getKey(keyId)));
+  }
+
+  /** A key with its tenant. */
+  private async credential(key: Promise<ApiKeyRecord | undefined>): Promise<Credential | undefined> {
+    const k = await key;
+    return k && { key: k, tenant: await this.store.getTenant(k.tenant_id) };
   }
 
   getKey(id: string): Promise<ApiKeyRecord | undefined> {
     return this.store.getKey(id);
   }
 
-  private async usable(key: ApiKeyRecord | undefined): Promise<AuthContext> {
+  private usable(credential: Credential | undefined): AuthContext {
     const invalid = (why: string) => new GatewayError('authenticationFailed', why, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
-    if (!key) throw invalid('Invalid API key.');
+    if (!credential) throw invalid('Invalid API key.');
+    const { key, tenant } = credential;
     if (key.revoked_at) throw invalid('This API key has been revoked.');
     if (key.expires_at && Date.parse(key.expires_at) <= this.clock.now()) throw invalid('This API key has expired.');
-    const tenant = await this.store.getTenant(key.tenant_id);
     if (!tenant || tenant.disabled) throw invalid('Invalid API key.');
     if (tenant.requires_live && (key.mode !== 'live' || key.expires_at)) {
       throw new GatewayError('permissionDenied', 'This tenant accepts only production keys; test and temporary keys are refused.');

@@ -2,7 +2,21 @@
 import type { TenantLimitsInput } from '../limits/config.ts';
 import type { ApiKeyRecord, TenantRecord } from './types.ts';
 
+/**
+ * How a store shared by several processes tells each of them that its directory (keys, tenants)
+ * changed, so a process may cache what it read (engine/tenants/credential-cache.ts). A cached
+ * read is valid while the feed is `live` and its `generation` has not moved since the read
+ * began; every change anywhere, and every moment the feed could have missed one, moves it.
+ * A store read by one process alone has none (nothing to cache: it is memory already).
+ */
+export interface ChangeFeed {
+  readonly live: boolean;
+  readonly generation: number;
+}
+
 export interface TenantStore {
+  /** See ChangeFeed; absent: every read goes to the store. */
+  readonly changes?: ChangeFeed;
   createTenant(t: TenantRecord): Promise<void>;
   getTenant(id: string): Promise<TenantRecord | undefined>;
   listTenants(): Promise<TenantRecord[]>;

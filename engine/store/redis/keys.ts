@@ -41,6 +41,11 @@ export class Keys {
     return `${this.prefix}{dir}:${name}`;
   }
 
+  /** The channel every directory write is announced on (./directory-feed.ts): not a key. */
+  dirChanges(): string {
+    return `${this.prefix}dir:changes`;
+  }
+
   task(id: string): string {
     return `${this.prefix}{task:${id}}`;
   }
