@@ -1,7 +1,8 @@
-// The environment variables that override a config value whatever config file is loaded. The
-// shipped config.yaml reads them through `${VAR:-default}`, but an operator's own file may not:
-// without this, METRICS_PORT was silently ignored there and a second process on the host failed
-// on port 9464. Applied after the file is read and before the schema check, so a value from the
+// The environment variables that override a config value whatever config file is loaded: the
+// one way these variables are read (the shipped files give plain defaults for them, and name one
+// with `${VAR}` only to make it required). Before, only files that interpolated them took them:
+// METRICS_PORT was silently ignored in an operator's own file and a second process on the host
+// failed on port 9464. Applied after the file is read and before the schema check, so a value from the
 // environment is coerced and validated as the file's would be, and a bad one is reported as
 // coming from the environment. docs/configuration.md lists them.
 import type { Problem } from './yaml-source.ts';

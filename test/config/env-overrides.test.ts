@@ -1,10 +1,11 @@
 // The documented environment overrides (docs/configuration.md) apply to any config file, not only
-// through the shipped config.yaml's `${VAR:-default}`: an operator's own file that names none of
+// through a `${VAR}` in the file: an operator's own file that names none of
 // them still takes METRICS_PORT, PORT and the rest from the environment.
 import { expect } from 'chai';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ENV_OVERRIDES } from '../../engine/config/env-overrides.ts';
 import { loadConfigFile, loadConfigText } from '../../engine/load-config.ts';
 import { formatProblem, LoadError } from '../../engine/config/yaml-source.ts';
 import { ROOT } from '../helpers/gateway.ts';
@@ -64,6 +65,29 @@ describe('environment overrides with any config file', () => {
     expect(problems({ PORT: '70000' })).to.deep.equal(['env:0:0  /server/port  PORT=70000: must be <= 65535']);
     expect(problems({ GATEWAY_STORE: 'mongo' })).to.deep.equal(['env:0:0  /store/kind  GATEWAY_STORE=mongo: must be one of ["memory","redis"]']);
     expect(problems({ GATEWAY_DEMO_API_KEY: 'short-secret' })).to.deep.equal(['env:0:0  /sandbox/demo_api_key  GATEWAY_DEMO_API_KEY (from the environment): must NOT have fewer than 16 characters']);
+  });
+
+  it('the shipped config files read each overridden variable one way only: the override', () => {
+    // A `${VAR:-default}` of an overridden variable would be a second reading of it; the files
+    // give the plain default instead. `${VAR}` (no default) stays where it makes the variable
+    // required: config.production.yaml has no Redis URL or admin token of its own.
+    const names = ENV_OVERRIDES.map((o) => o.name);
+    for (const file of ['config.yaml', 'config.production.yaml']) {
+      const code = readFileSync(join(ROOT, file), 'utf8').replace(/#.*$/gm, '');
+      const read = [...code.matchAll(/\$\{(\w+)(:-[^}]*)?\}/g)].filter((m) => names.includes(m[1]!));
+      expect(read.filter((m) => m[2] !== undefined).map((m) => m[0]), file).to.deep.equal([]);
+      expect(read.map((m) => m[1]), file).to.deep.equal(file === 'config.yaml' ? [] : ['REDIS_URL', 'GATEWAY_ADMIN_TOKEN']);
+    }
+    // The embedded default as `npm start` reads it, without and with the variables.
+    const plain = loadConfigFile(join(ROOT, 'config.yaml'), { env: {} });
+    expect(plain.server).to.include({ host: '127.0.0.1', port: 8080 });
+    expect(plain.metrics).to.include({ host: '127.0.0.1', port: 9464 });
+    expect(plain.store).to.include({ kind: 'memory', redis_url: 'redis://127.0.0.1:6379' });
+    expect(plain.sandbox.demo_api_key).to.equal('gw_test_sandbox_demo_key_000000000000');
+    expect(plain.admin.token).to.equal('');
+    expect(plain.log.level).to.equal('info');
+    const set = loadConfigFile(join(ROOT, 'config.yaml'), { env: { PORT: '8181', METRICS_PORT: '0', GATEWAY_ADMIN_TOKEN: 'an-admin-token-of-the-env', GATEWAY_DEMO_API_KEY: 'env_demo_key_000000000000', LOG_LEVEL: 'warn' } });
+    expect([set.server.port, set.metrics.port, set.admin.token, set.sandbox.demo_api_key, set.log.level]).to.deep.equal([8181, 0, 'an-admin-token-of-the-env', 'env_demo_key_000000000000', 'warn']);
   });
 
   it('the same holds for a config given as text', () => {
