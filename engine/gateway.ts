@@ -19,7 +19,7 @@ import { setScrapeSources, setTenantLabel } from './metrics/metrics.ts';
 import type { JobScheduler } from './jobs/scheduler.ts';
 import { accessLogger, createLogger } from './log/logger.ts';
 import { throttled } from './log/throttle.ts';
-import { createResultBackend, createStores, type Role, type Stores } from './stores.ts';
+import { createResultBackend, createStores, ledgerBackend, type Role, type Stores } from './stores.ts';
 import { services } from './services.ts';
 import { ResultService } from './results/service.ts';
 import { ProxyHandler } from './http/proxy-handler.ts';
@@ -118,10 +118,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   const role = opts.role ?? 'all';
   const { ajv, sandbox, dispatcher, vendors, stores, routes } = await startFoundation(config, role, clock, logger);
   const { scheduler, tasks } = stores;
-  const { tenants, bus, limits, webhooks, wallets, billing, idempotency } = services(config, stores, clock, logger);
+  const resultBackend = await createResultBackend(config);
+  const { tenants, bus, limits, webhooks, wallets, billing, idempotency, ledgerArchive } = services(config, stores, clock, logger, ledgerBackend(config, resultBackend));
   // The result host: results.base_url, else server.public_base_url, else this process's address once it listens.
   let listening = '';
-  const resultBackend = await createResultBackend(config);
   const resultHost = (config.results.base_url ?? config.server.public_base_url)?.replace(/\/+$/, '');
   const results = resultBackend && new ResultService({ backend: resultBackend, tasks, config: config.results, clock, logger, scheduler, timeScale: config.timing.scale,
     baseUrl: () => resultHost ?? (listening || `http://${config.server.host}:${config.server.port}`), trustedOrigins: sandbox ? [new URL(sandbox.urlFor('x')).origin] : [] });
@@ -132,7 +132,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
     lifecycle.startWorkers();
     await lifecycle.scheduleSweep();
     await webhooks.dispatcher.startPurgeSchedule();
-    await results?.startWorkers();
+    await Promise.all([results?.startWorkers(), ledgerArchive?.startWorkers()]);
   }
 
   await bootstrapDemoTenant(config, tenants, billing, logger);
@@ -140,7 +140,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   // The console (docs/console-api.md): sessions, and the tenant self-service API behind them.
   const sessions = new ConsoleSessions({ store: stores.sessions, tenants, clock, ttlSeconds: config.console?.session_ttl_seconds ?? 3600, adminToken: config.admin.token });
   const consoleAuth = requireApiKey(tenants, sessions);
-  const reports = new LedgerReports(wallets);
+  const reports = new LedgerReports(ledgerArchive ?? wallets);
   const billingRoutes = { billing, limits, tenants, ajv, reports, auth: consoleAuth };
   const taskConsole = new TaskConsole(tasks, async (tenantId, id) => (await webhooks.deliveries.listForEvent(tenantId, id, { limit: 100 })).data);
   // Proxied routes (chat completions, model lists), served by the data plane.

@@ -4,6 +4,8 @@ import type { Logger } from 'pino';
 import { resolveBillingConfig, type BillingConfigInput } from './billing/config.ts';
 import { LowBalanceMonitor } from './billing/low-balance.ts';
 import { BillingService } from './billing/service.ts';
+import { LedgerArchive } from './billing/ledger-archive.ts';
+import type { ResultBackend } from './results/store.ts';
 import type { GatewayConfig } from './config/types.ts';
 import { GatewayError } from './errors/gateway-error.ts';
 import { EventBus } from './events/bus.ts';
@@ -19,7 +21,7 @@ import { resolveWebhookConfig, type WebhookConfig } from './webhooks/config.ts';
 import { createWebhooks } from './webhooks/service.ts';
 
 /** The services every role needs, on this gateway's stores: tenants, the event bus, limits, webhooks, billing, idempotency. */
-export function services(config: GatewayConfig, stores: Stores, clock: Clock, logger: Logger) {
+export function services(config: GatewayConfig, stores: Stores, clock: Clock, logger: Logger, ledgerBackend?: ResultBackend) {
   const { scheduler } = stores;
   // Credential guessing: failures per client address on the store's shared counters.
   const failedAuth = config.server.failed_auth;
@@ -58,11 +60,18 @@ export function services(config: GatewayConfig, stores: Stores, clock: Clock, lo
     throttleMs: billingConfig.lowBalanceThrottleMs,
     onError: (err, tenantId) => throttled(logger).error({ err, tenant_id: tenantId }, 'balance.low could not be emitted'),
   });
-  const billing = new BillingService({ store: wallets, clock, lowBalance, spend: limits });
+  // Old ledger lines move to NDJSON segments; every ledger reader reads across both.
+  const ledgerArchive = ledgerBackend && new LedgerArchive({
+    store: wallets, backend: ledgerBackend, clock, logger, scheduler,
+    retentionMs: Math.round(config.store.ledger_retention_hours * 3_600_000),
+    intervalMs: Math.round(config.store.ledger_archive_interval_ms * config.timing.scale),
+    tenantIds: async () => (await tenants.listTenants()).map((t) => t.id),
+  });
+  const billing = new BillingService({ store: wallets, ledger: ledgerArchive, clock, lowBalance, spend: limits });
   const idempotency = new IdempotencyService({
     store: stores.idempotency,
     clock,
     onError: (err, dropped) => throttled(logger)[dropped ? 'error' : 'warn']({ err }, dropped ? 'an Idempotency-Key stays claimed until its lease runs out' : 'Idempotency-Key claims wait for the store to be released'),
   });
-  return { tenants, bus, limits, webhooks, wallets, billing, idempotency };
+  return { tenants, bus, limits, webhooks, wallets, billing, idempotency, ledgerArchive };
 }

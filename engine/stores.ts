@@ -25,7 +25,7 @@ export type Role = 'all' | 'api' | 'worker';
 
 export async function createStores(config: GatewayConfig, role: Role, onJobError: JobErrorReporter, onConnectionError: (err: Error) => void = () => {}): Promise<Stores> {
   // Finished tasks are forgotten after the retention period (not scaled: it is wall-clock policy).
-  const finishedTtlMs = config.store.task_retention_hours * 3_600_000;
+  const finishedTtlMs = Math.round(config.store.task_retention_hours * 3_600_000);
   if (config.store.kind === 'memory') {
     if (role !== 'all') throw new Error(`--role ${role} needs store.kind redis: with the memory store one process does everything`);
     return memoryStores(config, finishedTtlMs, onJobError);
@@ -39,7 +39,7 @@ function memoryStores(config: GatewayConfig, finishedTtlMs: number, onJobError: 
     tasks: new MemoryTaskStore({ finishedTtlMs, maxFinished: config.store.memory_finished_tasks }),
     tenants: new MemoryTenantStore(),
     sessions: new MemorySessionStore(),
-    wallets: new MemoryWalletStore({ ledgerEntries: config.store.memory_ledger_entries, closedHoldTtlMs: config.store.hold_retention_hours * 3_600_000 }),
+    wallets: new MemoryWalletStore({ ledgerEntries: config.store.memory_ledger_entries, closedHoldTtlMs: Math.round(config.store.hold_retention_hours * 3_600_000) }),
     limits: new MemoryLimitsStore({ finalRefs: config.store.memory_ledger_entries }),
     rateCounters: memoryRateCounters,
     idempotency: new MemoryIdempotencyStore(),
@@ -98,7 +98,7 @@ async function redisStores(config: GatewayConfig, role: Role, finishedTtlMs: num
     tasks: new RedisTaskStore({ ...o, finishedTtlMs }),
     tenants: new RedisTenantStore({ ...o, changes: directory }),
     sessions: new RedisSessionStore({ ...o, maxLifetimeMs: SESSION_LIFETIME_CAP_MS }),
-    wallets: new RedisWalletStore({ ...o, closedHoldTtlMs: config.store.hold_retention_hours * 3_600_000 }),
+    wallets: new RedisWalletStore({ ...o, closedHoldTtlMs: Math.round(config.store.hold_retention_hours * 3_600_000) }),
     limits: new RedisLimitsStore(o),
     idempotency: new RedisIdempotencyStore(o),
     webhooks: new RedisWebhookStore(o),
@@ -129,6 +129,16 @@ function redactUrl(url: string): string {
  * The result store's backend (results.store), or undefined when it is off. The S3 adapter (the
  * AWS SDK, about 5 MB of memory) is loaded only when it is the one configured.
  */
+/**
+ * Where the ledger archive's segments go: the result store's backend, or with results.store off a
+ * local directory (results.local.dir): ledger lines are money and are never dropped
+ * (docs/decisions.md). Undefined when ledger_retention_hours is 0 (lines stay in the store).
+ */
+export function ledgerBackend(config: GatewayConfig, results: ResultBackend | undefined): ResultBackend | undefined {
+  if (!(config.store.ledger_retention_hours > 0)) return undefined;
+  return results ?? new LocalResultFiles(config.results.local.dir);
+}
+
 export async function createResultBackend(config: GatewayConfig): Promise<ResultBackend | undefined> {
   const r = config.results;
   if (r.store === 'off') return undefined;

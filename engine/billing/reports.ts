@@ -11,7 +11,7 @@
 // of the settle entries of the range, and every entry is counted once.
 import { GatewayError } from '../errors/gateway-error.ts';
 import { exactCredits, type Milli } from '../util/money.ts';
-import type { LedgerEntry, LedgerKind, WalletStore } from './store.ts';
+import type { LedgerEntry, LedgerKind, LedgerLines } from './store.ts';
 
 export const LEDGER_KINDS: readonly LedgerKind[] = ['topup', 'hold', 'settle', 'release', 'adjustment'];
 /** Ledger entries one filtered JSON page reads at most (then it answers a cursor to go on). */
@@ -47,9 +47,9 @@ export interface UsageReport {
 }
 
 export class LedgerReports {
-  private readonly store: WalletStore;
+  private readonly store: LedgerLines;
 
-  constructor(store: WalletStore) {
+  constructor(store: LedgerLines) {
     this.store = store;
   }
 

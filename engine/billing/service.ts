@@ -20,10 +20,12 @@ import { checkLedger, type InvariantReport } from './invariant.ts';
 import type { LowBalanceMonitor } from './low-balance.ts';
 import { assertMilli, creditsToMilli, formatCredits, MoneyError, type Milli } from '../util/money.ts';
 import type { SpendGuard } from '../limits/service.ts';
-import type { AlertState, CloseResult, HoldRecord, LedgerEntry, WalletStore } from './store.ts';
+import type { AlertState, CloseResult, HoldRecord, LedgerEntry, LedgerLines, WalletStore } from './store.ts';
 
 export interface BillingServiceOptions {
   store: WalletStore;
+  /** Where ledger pages are read: the archive reading across the store and its segments (default: the store alone). */
+  ledger?: LedgerLines;
   clock?: Clock;
   /** balance.low; without it no event is ever emitted. */
   lowBalance?: LowBalanceMonitor;
@@ -77,6 +79,7 @@ export interface LedgerListing {
 
 export class BillingService {
   private readonly store: WalletStore;
+  private readonly ledger: LedgerLines;
   private readonly clock: Clock;
   private readonly lowBalance: LowBalanceMonitor | undefined;
   private readonly spend: SpendGuard | undefined;
@@ -84,6 +87,7 @@ export class BillingService {
 
   constructor(opts: BillingServiceOptions) {
     this.store = opts.store;
+    this.ledger = opts.ledger ?? opts.store;
     this.clock = opts.clock ?? systemClock;
     this.lowBalance = opts.lowBalance;
     this.spend = opts.spend;
@@ -234,7 +238,7 @@ export class BillingService {
       }
       before = Number(query.cursor);
     }
-    const page = await this.store.list(tenantId, limit, before);
+    const page = await this.ledger.list(tenantId, limit, before);
     return { entries: page.entries, next_cursor: page.nextBeforeSeq === null ? null : String(page.nextBeforeSeq) };
   }
 

@@ -112,8 +112,42 @@ export interface LowBalanceDecision {
 
 export interface LedgerPage {
   entries: LedgerEntry[];
-  /** Pass as `beforeSeq` for the next (older) page; null at the end. */
+  /** Pass as `beforeSeq` for the next (older) page; null at the end of what the store keeps. */
   nextBeforeSeq: number | null;
+  /**
+   * Lines 1..archivedThrough have moved to the ledger archive (engine/billing/ledger-archive.ts,
+   * which reads across both); absent or 0: the store keeps every line.
+   */
+  archivedThrough?: number;
+}
+
+/** Asks for the oldest lines kept that may move to the archive (WalletStore.claimArchive). */
+export interface ArchiveClaim {
+  /** Who archives (one process's archiver); the lease is theirs until now + leaseMs. */
+  owner: string;
+  now: number;
+  leaseMs: number;
+  /** Lines at or after this instant (ISO 8601) stay... */
+  before: string;
+  /** ...unless the store keeps more than `keep` lines (0 or absent: no count bound). */
+  keep?: number;
+  /** At most this many lines. */
+  max: number;
+}
+
+export interface ArchiveBatch {
+  /** ok: `entries` are the lines to archive (one UTC day, oldest kept first); none: nothing is due; busy: another archiver holds the lease. */
+  status: 'ok' | 'none' | 'busy';
+  /** Lines already archived before this batch. */
+  archivedThrough: number;
+  entries: LedgerEntry[];
+}
+
+/** Which lines were durably archived: the first and last of a batch, by seq and id. */
+export interface TrimRequest {
+  owner: string;
+  first: Pick<LedgerEntry, 'seq' | 'id'>;
+  last: Pick<LedgerEntry, 'seq' | 'id'>;
 }
 
 export interface WalletSnapshot {
@@ -160,7 +194,18 @@ export interface WalletStore {
   snapshot(tenantId: string): Promise<WalletSnapshot>;
   /** The holds of a tenant that are still open (for the sweep that releases orphaned ones). */
   openHolds(tenantId: string): Promise<HoldRecord[]>;
+  /** The lines due for the archive, with the tenant's archive lease (see ArchiveClaim). */
+  claimArchive(tenantId: string, claim: ArchiveClaim): Promise<ArchiveBatch>;
+  /**
+   * Removes the archived lines first..last from the store, folding them into the opening, iff
+   * they are still the oldest kept and `owner` still holds the lease. True when trimmed. Seqs
+   * never change: line n is line n before and after.
+   */
+  trimArchived(tenantId: string, trim: TrimRequest): Promise<boolean>;
 }
+
+/** What reads ledger pages: a WalletStore, or the archive reading across it (billing/ledger-archive.ts). */
+export type LedgerLines = Pick<WalletStore, 'list'>;
 
 /**
  * The balance.low state machine on a wallet record — the reference semantics every adapter

@@ -28,6 +28,10 @@ export interface GatewayConfig {
     key_prefix: string;
     job_lock_ms: number;
     task_retention_hours: number;
+    /** Ledger lines older than this leave the store for the ledger archive (engine/billing/ledger-archive.ts); 0: kept in the store. */
+    ledger_retention_hours: number;
+    /** How often a worker archives due ledger lines (scaled by timing.scale). */
+    ledger_archive_interval_ms: number;
     /** Settled and released holds are forgotten this long after they closed (both stores). */
     hold_retention_hours: number;
     /** memory: ledger entries kept per wallet, newest first (balances stay exact). */

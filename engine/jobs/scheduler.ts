@@ -33,3 +33,25 @@ export interface QueueStats {
 export type JobHandler = (payload: Record<string, unknown>) => Promise<void>;
 
 export type JobErrorReporter = (queue: string, jobId: string, err: unknown) => void;
+
+/**
+ * A chain of one job per slot of `intervalMs` (`<queue>.<slot>` ids), shared by every worker: a
+ * slot runs once however many processes schedule it, and each run schedules the next slot (even
+ * when it failed). For sweeps that every worker starts (results, the ledger archive).
+ */
+export function recurring(scheduler: JobScheduler, queue: string, intervalMs: number, now: () => number, run: () => Promise<unknown>): Promise<void> {
+  const every = Math.max(1, intervalMs);
+  const schedule = async (n = 0): Promise<void> => {
+    const t = now();
+    const slot = Math.max(n, Math.floor(t / every) + 1);
+    await scheduler.schedule(queue, `${queue.replace('.', '-')}.${slot}`, { n: slot }, slot * every - t);
+  };
+  scheduler.handle(queue, async (p) => {
+    try {
+      await run();
+    } finally {
+      await schedule(Number(p.n ?? 0) + 1);
+    }
+  });
+  return schedule();
+}

@@ -21,7 +21,10 @@ export function resultsConfigProblems(c: ResultsConfig): ConfigProblem[] {
 }
 
 /** A warning, not a refusal: `local` in Redis mode works only when every process shares the directory. */
-export function resultsConfigWarnings(c: ResultsConfig, storeKind: 'memory' | 'redis'): ConfigProblem[] {
+export function resultsConfigWarnings(c: ResultsConfig, storeKind: 'memory' | 'redis', ledgerRetentionHours = 0): ConfigProblem[] {
+  if (c.store === 'off' && storeKind === 'redis' && ledgerRetentionHours > 0) {
+    return [{ pointer: '/results/store', message: `results.store is off: the ledger archive still writes to ${c.local.dir}, which every gateway process must share in Redis mode; with several hosts use s3 (docs/decisions.md)` }];
+  }
   if (c.store !== 'local' || storeKind !== 'redis') return [];
   return [{ pointer: '/results/store', message: `results.store is local in Redis mode: every gateway process must see the same directory (${c.local.dir}), e.g. a shared volume; with several hosts use s3 (docs/results.md)` }];
 }

@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { ResultsConfig } from '../config/types.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
-import type { JobScheduler } from '../jobs/scheduler.ts';
+import { recurring, type JobScheduler } from '../jobs/scheduler.ts';
 import { resultBytesHeld, resultFilesDeleted, resultFilesHeld } from '../metrics/metrics.ts';
 import type { TaskStore } from '../tasks/store.ts';
 import type { TaskRecord } from '../tasks/task.ts';
@@ -14,7 +14,7 @@ import { sameSecret } from '../util/secrets.ts';
 import { fileKey, ResultCopier } from './copy.ts';
 import type { CopyOutcome, DownloadAuth, ResultCopyPort } from '../tasks/result-copy.ts';
 import { Downloader } from './download.ts';
-import type { ResultBackend, StoredFile } from './store.ts';
+import { LEDGER_ARCHIVE_PREFIX, type ResultBackend, type StoredFile } from './store.ts';
 
 export const RESULTS_SWEEP_JOB = 'results.sweep';
 /** Longest a client may cache a file (a day), whatever its remaining life. */
@@ -113,6 +113,7 @@ export class ResultService implements ResultCopyPort {
     let files = 0;
     let bytes = 0;
     for await (const f of this.backend.list('')) {
+      if (f.key.startsWith(LEDGER_ARCHIVE_PREFIX)) continue; // ledger segments are money: never expired
       if (f.writtenAt <= before) {
         await this.backend.remove(f.key);
         deleted++;
@@ -130,20 +131,7 @@ export class ResultService implements ResultCopyPort {
 
   /** Worker role: the sweep chain, one job per slot, shared by every worker (like the task sweep). */
   startWorkers(): Promise<void> {
-    this.d.scheduler.handle(RESULTS_SWEEP_JOB, async (p) => {
-      try {
-        await this.sweep();
-      } finally {
-        await this.scheduleSweep(Number(p.n ?? 0) + 1);
-      }
-    });
-    return this.scheduleSweep();
-  }
-
-  private async scheduleSweep(n = 0): Promise<void> {
-    const now = this.d.clock.now();
-    const slot = Math.max(n, Math.floor(now / this.sweepIntervalMs) + 1);
-    await this.d.scheduler.schedule(RESULTS_SWEEP_JOB, `results-sweep.${slot}`, { n: slot }, slot * this.sweepIntervalMs - now);
+    return recurring(this.d.scheduler, RESULTS_SWEEP_JOB, this.sweepIntervalMs, () => this.d.clock.now(), () => this.sweep());
   }
 
   async close(): Promise<void> {

@@ -3,6 +3,13 @@
 // the service (./service.ts) decides them, the adapters only store bytes under them.
 import type { Readable } from 'node:stream';
 
+/**
+ * Keys under this prefix are the ledger archive's segments (engine/billing/ledger-archive.ts),
+ * not result files: money, never expired by the retention sweep. Result keys start with a tenant
+ * id (a UUID when the gateway makes it).
+ */
+export const LEDGER_ARCHIVE_PREFIX = 'ledger/';
+
 export interface StoredFile {
   size: number;
   contentType: string;

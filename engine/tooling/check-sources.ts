@@ -39,7 +39,7 @@ export function checkTargets(opts: TargetOptions): CheckTargets {
   if (existsSync(configFile)) {
     try {
       config = loadConfigFile(configFile, { env });
-      configWarnings.push(...resultsConfigWarnings(config.results, config.store.kind).map((w) => ({ file: configFile, line: 1, col: 1, ...w })));
+      configWarnings.push(...resultsConfigWarnings(config.results, config.store.kind, config.store.ledger_retention_hours).map((w) => ({ file: configFile, line: 1, col: 1, ...w })));
     } catch (err) {
       if (!(err instanceof LoadError)) throw err;
       configProblems.push(...err.problems);

@@ -136,8 +136,8 @@ describe('config loading', () => {
     const dev = loadConfigFile(join(ROOT, 'config.yaml'), { env: {} });
     expect(dev.sandbox.enabled).to.equal(true);
     expect(dev.store.kind).to.equal('memory');
-    expect(dev.store.task_retention_hours).to.equal(720);
-    expect(loadConfigText('server: {}\nstore: {}\nsandbox: {}\n', ROOT, { env: {} }).store.task_retention_hours, 'the default').to.equal(720);
+    expect(dev.store.task_retention_hours).to.equal(168);
+    expect(loadConfigText('server: {}\nstore: {}\nsandbox: {}\n', ROOT, { env: {} }).store.task_retention_hours, 'the default').to.equal(168);
     expect(() => loadConfigText('server: {}\nstore: { task_retention_hours: -1 }\nsandbox: {}\n', ROOT, { env: {} })).to.throw(LoadError, /task_retention_hours/);
     const upstreamEnv = Object.fromEntries(['A', 'B', 'C', 'D', 'E', 'F'].flatMap((v) => [`BASE_URL`, `API_KEY`, `ACCESS_KEY`, `SECRET_KEY`].map((k) => [`PROVIDER_${v}_${k}`, k === 'BASE_URL' ? `https://${v.toLowerCase()}.example.com` : 'k'])));
     const prod = loadConfigFile(join(ROOT, 'config.production.yaml'), { env: { REDIS_URL: 'redis://r:6379', GATEWAY_ADMIN_TOKEN: 't', ...upstreamEnv } });

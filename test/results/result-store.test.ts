@@ -6,6 +6,7 @@
 // descriptor names; expiry then 410, unknown 404; what refused downloads (SSRF, too large, a
 // wrong type) and a failing file host do to the task and its billing (docs/results.md).
 import { expect } from 'chai';
+import { Readable } from 'node:stream';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -282,6 +283,9 @@ for (const backend of ['local', 's3'] as const) {
         const url: string = done.body.images[0];
         expect((await fetch(url)).status).to.equal(200);
         expect(await short.results!.storageUse(tenant.id)).to.deep.equal({ files: 1, bytes: 4000 });
+        // A ledger archive segment on the same backend, as old as the file: money, never swept.
+        const segment = `ledger/${tenant.id}/2026-01-01/0000000000000001`;
+        await short.results!.backend.put(segment, Readable.from(['{"seq":1}\n']), 'application/x-ndjson');
         await new Promise((r) => setTimeout(r, 2000));
         const gone = await call(url, 'GET', '');
         expect(gone.status).to.equal(410);
@@ -296,6 +300,7 @@ for (const backend of ['local', 's3'] as const) {
         for (let i = 0; i < 50 && (await short.results!.storageUse(tenant.id)).files > 0; i++) await new Promise((r) => setTimeout(r, 100));
         expect(await short.results!.storageUse(tenant.id)).to.deep.equal({ files: 0, bytes: 0 });
         expect((await fetch(url)).status).to.equal(410);
+        expect(await short.results!.backend.stat(segment), 'the sweep leaves ledger/ alone').to.not.equal(undefined);
       } finally {
         await short.close();
       }

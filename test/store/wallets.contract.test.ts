@@ -2,7 +2,13 @@
 // through BillingService + LowBalanceMonitor over every adapter, plus port-level checks, races
 // over two connections, and (Redis) a differential run against the memory adapter.
 import { expect } from 'chai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
 import { checkLedger } from '../../engine/billing/invariant.ts';
+import { LedgerArchive } from '../../engine/billing/ledger-archive.ts';
+import { LocalResultFiles } from '../../engine/store/files/result-files.ts';
 import { LowBalanceMonitor } from '../../engine/billing/low-balance.ts';
 import type { HoldRecord, LedgerEntry, WalletStore } from '../../engine/billing/store.ts';
 import { BillingService } from '../../engine/billing/service.ts';
@@ -319,7 +325,7 @@ forEachBackend('WalletStore contract', (env) => {
       expect(await seqs(10, 100)).to.deep.equal([[5, 4, 3, 2, 1], null]);
       expect(await seqs(3, 1)).to.deep.equal([[], null]);
       expect(await seqs(1, 6)).to.deep.equal([[5], 5]);
-      expect(await b.list('nobody', 10)).to.deep.equal({ entries: [], nextBeforeSeq: null });
+      expect(await b.list('nobody', 10)).to.deep.equal({ entries: [], nextBeforeSeq: null, archivedThrough: 0 });
     });
 
     it('lowBalance implements applyLowBalance: alerts, throttles, recovers, keeps the edge', async () => {
@@ -433,8 +439,10 @@ forEachBackend('WalletStore contract', (env) => {
 
   if (!env.isRedis) {
     describe('memory specifics: bounded history', () => {
-      it('keeps the newest ledgerEntries entries per wallet; balance, held and pages stay exact', async () => {
+      it('archives all but the newest ledgerEntries entries per wallet; balance, held and pages stay exact', async () => {
         const s = new MemoryWalletStore({ ledgerEntries: 5 });
+        const dir = mkdtempSync(join(tmpdir(), 'gw-ledger-'));
+        const archive = new LedgerArchive({ store: s, backend: new LocalResultFiles(dir), clock: new ManualClock(), logger: pino({ level: 'silent' }), retentionMs: 365 * 24 * HOUR });
         const billing = new BillingService({ store: s, clock: new ManualClock() });
         await s.credit(T, 'topup', 'p1', 10_000, '', AT); // seq 1
         await s.hold(T, 'old-open', 1_000, '', AT); // seq 2: stays open past its entry's drop
@@ -446,13 +454,16 @@ forEachBackend('WalletStore contract', (env) => {
         await s.release(T, 'h1-again', '', AT); // unknown: nothing written
         await s.release(T, 'old-open', '', AT); // seq 10
         await s.credit(T, 'topup', 'p2', 50, '', AT); // seq 11
+        expect((await s.snapshot(T)).entries, 'nothing leaves before it is archived').to.have.length(11);
+        expect(await archive.archiveTenant(T)).to.equal(6);
         const snap = await s.snapshot(T);
         expect(snap.entries.map((e) => e.seq)).to.deep.equal([7, 8, 9, 10, 11]);
         expect(snap.opening).to.deep.equal({ seq: 6, balance: 10_000 - 500 - 300, held: 1_000 });
         expect(snap.wallet).to.include({ balance: 10_000 - 500 - 300 - 700 + 50, held: 100, seq: 11 });
         expect(checkLedger(snap).violations).to.deep.equal([]);
         expect((await billing.checkInvariant(T)).ok).to.equal(true);
-        // Pages reach back to the oldest entry kept, then end.
+        // The store's pages reach back to the oldest entry kept, then end; the archive's go on.
+        expect((await archive.list(T, 20)).entries.map((e) => e.seq)).to.deep.equal([11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
         const page = await s.list(T, 3);
         expect([page.entries.map((e) => e.seq), page.nextBeforeSeq]).to.deep.equal([[11, 10, 9], 9]);
         const last = await s.list(T, 3, 9);
@@ -462,6 +473,7 @@ forEachBackend('WalletStore contract', (env) => {
         expect((await s.credit(T, 'topup', 'p1', 10_000, '', AT)).status).to.equal('duplicate');
         expect((await s.settle(T, 'h1', 9, '', AT)).status).to.equal('duplicate');
         expect(() => new MemoryWalletStore({ ledgerEntries: 0 })).to.throw(/ledgerEntries/);
+        rmSync(dir, { recursive: true, force: true });
       });
 
       it('keeps at most ledgerEntries closed holds per wallet, forgetting the oldest (a charge per chat request is no bound otherwise)', async () => {

@@ -45,7 +45,9 @@ export class LocalResultFiles implements ResultBackend {
       },
     });
     try {
-      await pipeline(body, count, createWriteStream(part));
+      // flush: fsync before close, so the rename publishes bytes that are on disk (a ledger segment
+      // is trimmed from the store once it is written).
+      await pipeline(body, count, createWriteStream(part, { flush: true }));
       const file: StoredFile = { size, contentType, etag: `"${hash.digest('base64url').slice(0, 32)}"`, writtenAt: Date.now() };
       // Metadata first: a data file without it is never served (stat reads both).
       await writeFile(`${part}${META}`, JSON.stringify(file));

@@ -1,17 +1,20 @@
 // In-memory WalletStore. Each method does all its reads and writes synchronously, before its
 // first (and only) await point — the returned promise — so every method is atomic in one process.
 // Callers get copies, never the live records.
-// History is bounded, in plain Maps: each wallet keeps its newest `ledgerEntries` ledger entries
-// (older ones are folded into the wallet's opening state, so balance and held stay exact: they are
-// running sums), and closed holds are forgotten `closedHoldTtlMs` after they closed, like the
+// History is bounded, in plain Maps: ledger lines leave only through the archive
+// (engine/billing/ledger-archive.ts writes them to NDJSON segments, then trimArchived folds them
+// into the wallet's opening state, so balance and held stay exact: they are running sums); the
+// archive takes lines past the retention, and any beyond the newest `ledgerEntries`. Closed holds are forgotten `closedHoldTtlMs` after they closed, like the
 // finished tasks they belong to, or sooner once the wallet has `ledgerEntries` of them (a chat
 // charge closes a hold per request: at hundreds of requests a second, a 30-day retention alone
 // would be no bound). A closed hold is needed only while its settle, release or charge may be
-// repeated (seconds to the sweep's grace), so forgetting the oldest is safe. The Redis adapter keeps
-// the whole ledger and forgets closed holds after the same retention (see redis/wallets.ts).
+// repeated (seconds to the sweep's grace), so forgetting the oldest is safe. The Redis adapter archives
+// the same way and forgets closed holds after the same retention (see redis/wallets.ts).
 import { prefixedId } from '../../util/ids.ts';
 import {
   applyLowBalance,
+  type ArchiveBatch,
+  type ArchiveClaim,
   type CloseResult,
   type CreditResult,
   type HoldOptions,
@@ -26,12 +29,13 @@ import {
   type WalletRecord,
   type WalletSnapshot,
   type WalletStore,
+  type TrimRequest,
 } from '../../billing/store.ts';
 import type { Milli } from '../../util/money.ts';
 import { systemClock, type Clock } from '../../util/clock.ts';
 
 export interface MemoryWalletStoreOptions {
-  /** Ledger entries kept per wallet (the newest); default 10,000. */
+  /** Ledger lines kept per wallet (the newest) before older ones go to the archive, whatever their age; default 10,000. */
   ledgerEntries?: number;
   /** Settled and released holds are forgotten this long after they closed; 0 (the default): kept. */
   closedHoldTtlMs?: number;
@@ -45,8 +49,10 @@ interface WalletState {
   /** The newest ledger entries, oldest first, from `entries[head]`. */
   entries: LedgerEntry[];
   head: number;
-  /** The wallet before the first entry kept (all zero until an entry is dropped). */
+  /** The wallet before the first entry kept (all zero until an entry is archived). */
   opening: LedgerOpening;
+  /** The archive lease (claimArchive): who may trim, until when. */
+  lease?: { owner: string; until: number };
   /** Holds still open (amount >= 0), by ref. */
   open: Map<string, HoldRecord>;
   /** Settled and released holds (charges included), by ref, in closing order, until forgotten. */
@@ -135,7 +141,7 @@ export class MemoryWalletStore implements WalletStore {
     const end = beforeSeq === undefined ? s.entries.length : Math.min(s.entries.length, Math.max(s.head, first + beforeSeq));
     const start = Math.max(s.head, end - limit);
     const page = s.entries.slice(start, end).map((e) => ({ ...e })).reverse();
-    return { entries: page, nextBeforeSeq: start > s.head ? start - first : null };
+    return { entries: page, nextBeforeSeq: start > s.head ? start - first : null, archivedThrough: s.opening.seq };
   }
 
   async setThreshold(tenantId: string, threshold: Milli | null): Promise<WalletRecord> {
@@ -167,6 +173,34 @@ export class MemoryWalletStore implements WalletStore {
     const holds = [...kept].map((ref) => this.holdOf(s, ref)).filter((h) => h !== undefined);
     const opening = s.opening.seq > 0 ? { opening: { ...s.opening } } : {};
     return { wallet: { ...s.wallet }, entries, holds: [...older, ...holds], ...opening };
+  }
+
+  async claimArchive(tenantId: string, c: ArchiveClaim): Promise<ArchiveBatch> {
+    const s = this.state(tenantId);
+    const archivedThrough = s.opening.seq;
+    if (s.lease && s.lease.owner !== c.owner && s.lease.until > c.now) return { status: 'busy', archivedThrough, entries: [] };
+    const keep = c.keep ?? this.ledgerEntries;
+    const kept = s.entries.length - s.head;
+    const out: LedgerEntry[] = [];
+    for (let i = s.head; i < s.entries.length && out.length < c.max; i++) {
+      const e = s.entries[i]!;
+      const forced = keep > 0 && kept - out.length > keep;
+      if (!forced && e.at >= c.before) break;
+      if (out.length && e.at.slice(0, 10) !== out[0]!.at.slice(0, 10)) break;
+      out.push({ ...e });
+    }
+    if (!out.length) return { status: 'none', archivedThrough, entries: [] };
+    s.lease = { owner: c.owner, until: c.now + c.leaseMs };
+    return { status: 'ok', archivedThrough, entries: out };
+  }
+
+  async trimArchived(tenantId: string, t: TrimRequest): Promise<boolean> {
+    const s = this.state(tenantId);
+    if (s.lease?.owner !== t.owner || s.opening.seq + 1 !== t.first.seq) return false;
+    const n = t.last.seq - t.first.seq + 1;
+    if (s.entries.length - s.head < n || s.entries[s.head]!.id !== t.first.id || s.entries[s.head + n - 1]!.id !== t.last.id) return false;
+    for (let i = 0; i < n; i++) foldOldest(s);
+    return true;
   }
 
   /** Tenants with a wallet (for tests and audits). */
@@ -227,7 +261,6 @@ export class MemoryWalletStore implements WalletStore {
     const seq = ++s.wallet.seq;
     const entry: LedgerEntry = { id: prefixedId('led_'), seq, at, kind, amount, ref, note };
     s.entries.push(entry);
-    if (s.entries.length - s.head > this.ledgerEntries) dropOldest(s);
     return { ...entry };
   }
 
@@ -251,8 +284,8 @@ export class MemoryWalletStore implements WalletStore {
   }
 }
 
-/** Folds the oldest entry kept into the opening (its effect on balance and held, as in store.ts). */
-function dropOldest(s: WalletState): void {
+/** Folds the oldest entry kept (archived) into the opening (its effect on balance and held, as in store.ts). */
+function foldOldest(s: WalletState): void {
   const e = s.entries[s.head++]!;
   const o = s.opening;
   o.seq = e.seq;

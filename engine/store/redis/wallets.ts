@@ -3,8 +3,8 @@
 // settle, release, charge or credit happens exactly once per ref however many processes race.
 //   <p>{t:<id>}:wallet   hash  b (balance), h (held), th (threshold, absent = default),
 //                              as (alert state), la (last alert ms, absent = none), seq
-//   <p>{t:<id>}:ledger   list  one entry per ledger line, JSON [id, at, kind, amount, ref, note];
-//                              an entry's seq is its position (index + 1)
+//   <p>{t:<id>}:ledger   list  one entry per ledger line kept, JSON [id, at, kind, amount, ref, note];
+//                              read, archived and trimmed by ./ledger.ts (seq = lo + index + 1)
 //   <p>{t:<id>}:holds    hash  ref -> "state|amount|settled|released|charge|seq|at"
 //   <p>{t:<id>}:credits  hash  "<kind>:<ref>" -> seq of the credit entry (idempotent credits)
 //   <p>{t:<id>}:closed   list  "<forget at ms>|<ref>" per closed hold, in closing order; only with
@@ -12,25 +12,27 @@
 import type { Milli } from '../../util/money.ts';
 import type {
   AlertState,
+  ArchiveBatch,
+  ArchiveClaim,
   CloseResult,
   CreditResult,
   HoldRecord,
   HoldOptions,
   HoldResult,
   HoldState,
-  LedgerEntry,
-  LedgerKind,
   LedgerPage,
   LowBalanceDecision,
   LowBalanceInput,
   WalletRecord,
   WalletSnapshot,
   WalletStore,
+  TrimRequest,
 } from '../../billing/store.ts';
 import { systemClock, type Clock } from '../../util/clock.ts';
 import { prefixedId } from '../../util/ids.ts';
 import { Keys, type RedisStoreOptions } from './keys.ts';
 import { lua } from './script.ts';
+import { RedisLedger, toEntry } from './ledger.ts';
 
 const WALLET_LIB = `
 local function wget(W)
@@ -86,7 +88,9 @@ const CREDIT = wlua(`
 local w = wget(KEYS[1])
 local ck = ARGV[1] .. ':' .. ARGV[2]
 local seq = redis.call('HGET', KEYS[3], ck)
-if seq then return result('duplicate', seq .. '\\n' .. redis.call('LINDEX', KEYS[2], tonumber(seq) - 1), w) end
+-- "<seq>\\n<line>" once the line has moved to the archive (redis/ledger.ts TRIM), else the seq.
+if seq and string.find(seq, '\\n', 1, true) then return result('duplicate', seq, w) end
+if seq then return result('duplicate', seq .. '\\n' .. redis.call('LINDEX', KEYS[2], tonumber(seq) - 1 - tonumber(redis.call('HGET', KEYS[1], 'lo') or '0')), w) end
 local s, e = append(KEYS[2], w, ARGV[6], ARGV[5], ARGV[1], tonumber(ARGV[3]), ARGV[2], ARGV[4])
 redis.call('HSET', KEYS[3], ck, num(s))
 w.b = w.b + tonumber(ARGV[3])
@@ -166,17 +170,6 @@ wsave(KEYS[1], w)
 return result('closed', hold_str(h), w)
 `);
 
-// KEYS: ledger. ARGV: limit, beforeSeq ('' = newest). Returns {start index, entries oldest first}.
-const LIST = lua(`
-local len = redis.call('LLEN', KEYS[1])
-local e = len
-if ARGV[2] ~= '' then e = math.min(len, math.max(0, tonumber(ARGV[2]) - 1)) end
-local s = math.max(0, e - tonumber(ARGV[1]))
-local items = {}
-if e > s then items = redis.call('LRANGE', KEYS[1], s, e - 1) end
-return { num(s), items }
-`, { readOnly: true });
-
 // KEYS: wallet. ARGV: threshold ('' = back to the default).
 const SET_THRESHOLD = wlua(`
 if ARGV[1] == '' then redis.call('HDEL', KEYS[1], 'th') else redis.call('HSET', KEYS[1], 'th', ARGV[1]) end
@@ -206,12 +199,6 @@ if la ~= '' then redis.call('HSET', KEYS[1], 'la', la) end
 return { alert, state, recovered, num(available), num(threshold) }
 `);
 
-// KEYS: wallet, ledger, holds. A consistent read of everything.
-const SNAPSHOT = wlua(`
-local w = wget(KEYS[1])
-return { result('', '', w), redis.call('LRANGE', KEYS[2], 0, -1), redis.call('HGETALL', KEYS[3]) }
-`, true);
-
 const HOLD_STATE: Record<string, HoldState> = { open: 'open', settled: 'settled', released: 'released' };
 
 export interface RedisWalletStoreOptions extends RedisStoreOptions {
@@ -226,6 +213,7 @@ export class RedisWalletStore implements WalletStore {
   private readonly keys: Keys;
   private readonly closedHoldTtlMs: number;
   private readonly clock: Clock;
+  private readonly ledger: RedisLedger;
 
   constructor(opts: RedisWalletStoreOptions) {
     this.client = opts.client;
@@ -233,6 +221,7 @@ export class RedisWalletStore implements WalletStore {
     this.closedHoldTtlMs = opts.closedHoldTtlMs ?? 0;
     if (!Number.isSafeInteger(this.closedHoldTtlMs) || this.closedHoldTtlMs < 0) throw new Error('closedHoldTtlMs must be a non-negative integer');
     this.clock = opts.clock ?? systemClock;
+    this.ledger = new RedisLedger(this.client, (t, name) => this.k(t, name));
   }
 
   async get(tenantId: string): Promise<WalletRecord> {
@@ -265,11 +254,16 @@ export class RedisWalletStore implements WalletStore {
     return this.close(CHARGE, tenantId, [ref, String(amount), note, at, prefixedId('led_'), prefixedId('led_'), ...this.forgetArgs()]);
   }
 
-  async list(tenantId: string, limit: number, beforeSeq?: number): Promise<LedgerPage> {
-    const [start, items] = (await LIST.run(this.client, [this.k(tenantId, 'ledger')], [String(limit), beforeSeq === undefined ? '' : String(beforeSeq)])) as [string, string[]];
-    const s = Number(start);
-    const entries = items.map((e, i) => toEntry(e, s + i + 1)).reverse();
-    return { entries, nextBeforeSeq: s > 0 ? s + 1 : null };
+  list(tenantId: string, limit: number, beforeSeq?: number): Promise<LedgerPage> {
+    return this.ledger.list(tenantId, limit, beforeSeq);
+  }
+
+  claimArchive(tenantId: string, claim: ArchiveClaim): Promise<ArchiveBatch> {
+    return this.ledger.claimArchive(tenantId, claim);
+  }
+
+  trimArchived(tenantId: string, trim: TrimRequest): Promise<boolean> {
+    return this.ledger.trimArchived(tenantId, trim);
   }
 
   async setThreshold(tenantId: string, threshold: Milli | null): Promise<WalletRecord> {
@@ -296,14 +290,15 @@ export class RedisWalletStore implements WalletStore {
   }
 
   async snapshot(tenantId: string): Promise<WalletSnapshot> {
-    const [w, entries, holds] = (await SNAPSHOT.run(this.client, this.walletKeys(tenantId, 'holds'), [])) as [string[], string[], string[]];
+    const { w, entries, holds, opening } = await this.ledger.snapshot(tenantId);
     const hs: { seq: number; hold: HoldRecord }[] = [];
     for (let i = 0; i < holds.length; i += 2) hs.push(toHold(holds[i]!, holds[i + 1]!));
     hs.sort((a, b) => a.seq - b.seq); // creation order, like the memory adapter
     return {
-      wallet: toWallet(tenantId, w.slice(2)),
-      entries: entries.map((e, i) => toEntry(e, i + 1)),
+      wallet: toWallet(tenantId, w),
+      entries,
       holds: hs.map((h) => h.hold),
+      ...(opening ? { opening } : {}),
     };
   }
 
@@ -349,10 +344,6 @@ function toWallet(tenantId: string, v: readonly string[]): WalletRecord {
   };
 }
 
-function toEntry(json: string, seq: number): LedgerEntry {
-  const [id, at, kind, amount, ref, note] = JSON.parse(json) as [string, string, LedgerKind, number, string, string];
-  return { id, seq, at, kind, amount, ref, note };
-}
 
 function toHold(ref: string, s: string): { seq: number; hold: HoldRecord } {
   const m = /^([a-z]+)\|(-?\d+)\|(-?\d+)\|(-?\d+)\|([01])\|(\d+)\|(.*)$/s.exec(s);

@@ -1,0 +1,176 @@
+// The ledger archive: ledger lines older than the retention leave the wallet store (Redis or
+// memory) for immutable NDJSON segments on the result store's backend, and every reader of the
+// ledger (GET /v1/ledger, the admin ledger, the console, the CSV export) reads across both.
+//
+// Segments are `ledger/<tenant>/<YYYY-MM-DD>/<first seq, 16 digits>`, one JSON LedgerEntry a line,
+// lines of one UTC day in seq order. A line's seq never changes, so a page cursor means the same
+// line before and after it moved. The mover, per tenant:
+//   1. claimArchive: the oldest lines due (one day, at most SEGMENT_LINES) and the tenant's
+//      archive lease, so two processes never write the same lines;
+//   2. put the segment (atomic: whole or nothing), read it back and compare its hash;
+//   3. trimArchived: one script drops exactly those lines (checked by first/last seq and id,
+//      and that the lease is still ours) and moves the archived mark.
+// A kill between 2 and 3 leaves the lines in the store and the mark unmoved: the next run claims
+// the same first line and writes the same key again (a superset of the same day at most), then
+// trims. Nothing is lost, and no line is in two segments. Readers also take each seq once.
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { text } from 'node:stream/consumers';
+import type { Logger } from 'pino';
+import { recurring, type JobScheduler } from '../jobs/scheduler.ts';
+import { LEDGER_ARCHIVE_PREFIX, type ResultBackend } from '../results/store.ts';
+import type { Clock } from '../util/clock.ts';
+import { prefixedId } from '../util/ids.ts';
+import type { LedgerEntry, LedgerPage, WalletStore } from './store.ts';
+
+const LEDGER_PREFIX = LEDGER_ARCHIVE_PREFIX;
+export const LEDGER_ARCHIVE_JOB = 'ledger.archive';
+/** Lines in one segment at most (about 250 B each). */
+export const SEGMENT_LINES = 5_000;
+/** How long a claim is ours: far longer than one segment's write and read-back. */
+const LEASE_MS = 60_000;
+/** Parsed segments kept in memory for readers paging back (a CSV export walks many pages). */
+const CACHED_SEGMENTS = 8;
+
+export interface LedgerArchiveDeps {
+  store: WalletStore;
+  backend: ResultBackend;
+  clock: Clock;
+  logger: Logger;
+  /** Lines older than this leave the store. */
+  retentionMs: number;
+  /** Worker role: the archive job's chain (every intervalMs over every tenant). */
+  scheduler?: JobScheduler;
+  intervalMs?: number;
+  tenantIds?: () => Promise<string[]>;
+}
+
+export class LedgerArchive {
+  private readonly d: LedgerArchiveDeps;
+  /** This process's archiver: the lease owner. */
+  readonly owner = prefixedId('arc_');
+  /** Per tenant: the first seqs of its segments, ascending, as listed when `through` was archived. */
+  private readonly index = new Map<string, { through: number; firsts: number[]; keys: string[] }>();
+  private readonly segments = new Map<string, LedgerEntry[]>();
+
+  constructor(deps: LedgerArchiveDeps) {
+    this.d = deps;
+  }
+
+  /** Moves the due lines of every tenant; one tenant's failure does not hold back the others. */
+  async archiveAll(): Promise<number> {
+    let moved = 0;
+    for (const tenantId of (await this.d.tenantIds?.()) ?? []) {
+      try {
+        moved += await this.archiveTenant(tenantId);
+      } catch (err) {
+        this.d.logger.error({ err, tenant_id: tenantId }, 'ledger lines could not be archived (they stay in the store; retried next run)');
+      }
+    }
+    return moved;
+  }
+
+  /** Worker role: the archive chain, one job per slot shared by every worker (like the results sweep). */
+  startWorkers(): Promise<void> {
+    return recurring(this.d.scheduler!, LEDGER_ARCHIVE_JOB, this.d.intervalMs ?? 60_000, () => this.d.clock.now(), () => this.archiveAll());
+  }
+
+  /** Moves every line of the tenant that is due; answers how many moved. */
+  async archiveTenant(tenantId: string): Promise<number> {
+    let moved = 0;
+    for (;;) {
+      const now = this.d.clock.now();
+      const before = new Date(now - this.d.retentionMs).toISOString();
+      const batch = await this.d.store.claimArchive(tenantId, { owner: this.owner, now, leaseMs: LEASE_MS, before, max: SEGMENT_LINES });
+      if (batch.status !== 'ok') return moved;
+      const first = batch.entries[0]!;
+      const last = batch.entries.at(-1)!;
+      await this.write(segmentKey(tenantId, first), batch.entries);
+      if (!(await this.d.store.trimArchived(tenantId, { owner: this.owner, first, last }))) {
+        this.d.logger.warn({ tenantId, first: first.seq, last: last.seq }, 'ledger lines archived but not trimmed: another archiver moved first');
+        return moved;
+      }
+      moved += batch.entries.length;
+    }
+  }
+
+  /**
+   * The ledger newest first, `limit` lines with seq < beforeSeq: the store's page, continued from
+   * the segments below the archived mark. The same lines, seqs and cursors as before archiving.
+   */
+  async list(tenantId: string, limit: number, beforeSeq?: number): Promise<LedgerPage> {
+    const page = await this.d.store.list(tenantId, limit, beforeSeq);
+    const through = page.archivedThrough ?? 0;
+    if (page.entries.length >= limit || through === 0) return page;
+    // Seqs 1..through are in segments (written before the store let them go).
+    const upper = Math.min(beforeSeq ?? Infinity, through + 1);
+    const older = await this.readBelow(tenantId, upper, limit - page.entries.length, through);
+    const entries = [...page.entries, ...older];
+    const oldest = entries.at(-1)?.seq ?? upper;
+    return { entries, nextBeforeSeq: oldest > 1 && entries.length ? oldest : null, archivedThrough: through };
+  }
+
+  /** Up to `limit` archived lines with seq < upper, newest first. */
+  private async readBelow(tenantId: string, upper: number, limit: number, through: number): Promise<LedgerEntry[]> {
+    const idx = await this.segmentIndex(tenantId, through);
+    const out: LedgerEntry[] = [];
+    let want = upper - 1;
+    for (let i = idx.firsts.length - 1; i >= 0 && out.length < limit && want >= 1; i--) {
+      if (idx.firsts[i]! > want) continue;
+      const lines = await this.segment(idx.keys[i]!);
+      // Each seq once: a segment's lines below the next segment's first and at most `want`.
+      for (let j = lines.length - 1; j >= 0 && out.length < limit; j--) {
+        const e = lines[j]!;
+        if (e.seq === want) {
+          out.push(e);
+          want--;
+        }
+      }
+    }
+    if (out.length < limit && want >= 1) throw new Error(`ledger archive of ${tenantId} is missing line ${want}`);
+    return out;
+  }
+
+  private async segmentIndex(tenantId: string, through: number): Promise<{ through: number; firsts: number[]; keys: string[] }> {
+    const cached = this.index.get(tenantId);
+    if (cached && cached.through >= through) return cached;
+    const found: { first: number; key: string }[] = [];
+    for await (const f of this.d.backend.list(`${LEDGER_PREFIX}${tenantId}/`)) {
+      const m = /\/(\d{16})$/.exec(f.key);
+      if (m) found.push({ first: Number(m[1]), key: f.key });
+    }
+    found.sort((a, b) => a.first - b.first);
+    const idx = { through, firsts: found.map((f) => f.first), keys: found.map((f) => f.key) };
+    this.index.set(tenantId, idx);
+    return idx;
+  }
+
+  private async segment(key: string): Promise<LedgerEntry[]> {
+    const hit = this.segments.get(key);
+    if (hit) return hit;
+    const lines = parseSegment(await text(await this.d.backend.read(key)));
+    if (this.segments.size >= CACHED_SEGMENTS) this.segments.delete(this.segments.keys().next().value!);
+    this.segments.set(key, lines);
+    return lines;
+  }
+
+  /** Writes a segment and reads it back: the store trims only what is durably there. */
+  private async write(key: string, entries: LedgerEntry[]): Promise<void> {
+    const body = entries.map((e) => JSON.stringify(e)).join('\n') + '\n';
+    const sum = createHash('sha256').update(body).digest('hex');
+    await this.d.backend.put(key, Readable.from([Buffer.from(body)]), 'application/x-ndjson');
+    const back = await text(await this.d.backend.read(key));
+    if (createHash('sha256').update(back).digest('hex') !== sum) throw new Error(`ledger segment ${key} reads back different from what was written`);
+    this.segments.delete(key);
+    this.index.delete(key.split('/')[1]!);
+  }
+}
+
+/** `ledger/<tenant>/<day>/<first seq>`: keys of one tenant sort by day, then seq. */
+export function segmentKey(tenantId: string, first: Pick<LedgerEntry, 'at' | 'seq'>): string {
+  return `${LEDGER_PREFIX}${tenantId}/${first.at.slice(0, 10)}/${String(first.seq).padStart(16, '0')}`;
+}
+
+export function parseSegment(body: string): LedgerEntry[] {
+  return body.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as LedgerEntry);
+}

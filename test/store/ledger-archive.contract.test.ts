@@ -1,0 +1,191 @@
+// The ledger archive (engine/billing/ledger-archive.ts) over every wallet adapter (memory, Redis,
+// one-node Redis Cluster) and both result backends (a local directory; S3 on s3rver): lines
+// leave the store only after their segment is written and read back, a mover cut between the
+// write and the trim loses and duplicates nothing, two archivers never write a line twice, and
+// the ledger API and the CSV rows are the same lines (ids, seqs, order, cursors) before and after.
+import { expect } from 'chai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import pino from 'pino';
+import { checkLedger } from '../../engine/billing/invariant.ts';
+import { LedgerArchive, parseSegment } from '../../engine/billing/ledger-archive.ts';
+import { LedgerReports } from '../../engine/billing/reports.ts';
+import { BillingService } from '../../engine/billing/service.ts';
+import type { LedgerEntry, WalletStore } from '../../engine/billing/store.ts';
+import type { ResultBackend } from '../../engine/results/store.ts';
+import { LocalResultFiles } from '../../engine/store/files/result-files.ts';
+import { MemoryWalletStore } from '../../engine/store/memory/wallets.ts';
+import { RedisWalletStore } from '../../engine/store/redis/wallets.ts';
+import { S3ResultObjects } from '../../engine/store/s3/result-objects.ts';
+import { ManualClock } from '../../engine/util/clock.ts';
+import { TestS3 } from '../results/support.ts';
+import { forEachBackend } from './support.ts';
+
+const T = 'a1b2c3d4-0000-4000-8000-00000000beef';
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const logger = pino({ level: 'silent' });
+
+/** Every line of the tenant's segments, in key order. */
+async function archived(backend: ResultBackend, tenantId = T): Promise<LedgerEntry[]> {
+  const keys: string[] = [];
+  for await (const f of backend.list(`ledger/${tenantId}/`)) keys.push(f.key);
+  keys.sort();
+  const out: LedgerEntry[] = [];
+  for (const k of keys) out.push(...parseSegment(await new Response((await backend.read(k)) as unknown as ReadableStream).text()));
+  return out;
+}
+
+/** Writes n chat-like charges and a few task holds over two UTC days, 10 minutes apart. */
+async function trade(store: WalletStore, clock: ManualClock, n: number): Promise<void> {
+  await store.credit(T, 'topup', 'pay-1', 10_000_000, 'first', new Date(clock.now()).toISOString());
+  for (let i = 0; i < n; i++) {
+    clock.advance(10 * 60_000);
+    const at = new Date(clock.now()).toISOString();
+    if (i % 5 === 0) {
+      await store.hold(T, `task-${i}`, 700, 'task', at);
+      await store.settle(T, `task-${i}`, 300, 'done', at);
+    } else await store.charge(T, `openai/chat:${i}`, 120 + i, 'gpt-4o 10 in 20 out', at);
+  }
+}
+
+/** Every page of the ledger API (limit 7), and every CSV row, newest first. */
+async function readAll(billing: BillingService, reports: LedgerReports): Promise<{ pages: unknown[]; rows: LedgerEntry[] }> {
+  const pages: unknown[] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await billing.listLedger(T, { limit: 7, cursor });
+    pages.push(page);
+    cursor = page.next_cursor;
+  } while (cursor !== null);
+  return { pages, rows: await reports.all(T, {}) };
+}
+
+for (const kind of ['local', 's3'] as const) {
+  forEachBackend(`ledger archive on ${kind}`, (env) => {
+    let s3: TestS3 | undefined;
+    let dir = '';
+    let backend: ResultBackend;
+    before(async function () {
+      this.timeout(20_000);
+      if (kind === 's3') s3 = await new TestS3().start();
+    });
+    after(async () => s3?.close());
+    beforeEach(() => {
+      dir = mkdtempSync(join(tmpdir(), 'gw-ledger-'));
+      backend = kind === 'local'
+        ? new LocalResultFiles(dir)
+        : new S3ResultObjects({ bucket: s3!.bucket, prefix: `t${Math.random().toString(36).slice(2)}/`, region: 'us-east-1', endpoint: s3!.endpoint, forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+    });
+    afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+    const stores = () => env.pair<WalletStore>(() => new MemoryWalletStore(), (client, p) => new RedisWalletStore({ client, prefix: p }));
+    const archiveOf = (store: WalletStore, clock: ManualClock, b: ResultBackend = backend) => new LedgerArchive({ store, backend: b, clock, logger, retentionMs: HOUR });
+
+    it('answers the same lines, seqs, order and cursors through the API and the CSV rows before and after archiving', async () => {
+      const clock = new ManualClock(Date.parse('2026-03-01T20:00:00.000Z'));
+      const { a } = stores();
+      await trade(a, clock, 60); // 10 h: crosses midnight
+      const archive = archiveOf(a, clock);
+      const billing = new BillingService({ store: a, ledger: archive, clock });
+      const reports = new LedgerReports(archive);
+      const beforeArchive = await readAll(billing, reports);
+      const moved = await archive.archiveTenant(T);
+      expect(moved).to.be.greaterThan(100);
+      const page = await a.list(T, 1000);
+      expect(page.archivedThrough).to.equal(moved);
+      expect(page.entries.length, 'only the last hour stays in the store').to.be.below(20);
+      expect((await a.snapshot(T)).opening?.seq).to.equal(moved);
+      expect(checkLedger(await a.snapshot(T)).violations).to.deep.equal([]);
+      // A fresh reader (another process) answers the same.
+      const fresh = archiveOf(a, clock);
+      expect(await readAll(new BillingService({ store: a, ledger: fresh, clock }), new LedgerReports(fresh))).to.deep.equal(beforeArchive);
+      expect(await readAll(billing, reports)).to.deep.equal(beforeArchive);
+      // Segments hold each archived line once, one UTC day each, seqs 1..moved in order.
+      const lines = await archived(backend);
+      expect(lines.map((e) => e.seq)).to.deep.equal(Array.from({ length: moved }, (_, i) => i + 1));
+      const keys: string[] = [];
+      for await (const f of backend.list('ledger/')) keys.push(f.key);
+      expect(keys.sort()).to.deep.equal([`ledger/${T}/2026-03-01/0000000000000001`, `ledger/${T}/2026-03-02/${String(lines.find((e) => e.at.startsWith('2026-03-02'))!.seq).padStart(16, '0')}`]);
+      // A top-up repeated after its line left the store still answers its first entry.
+      const repeat = await billing.topUp(T, 10_000_000, 'pay-1', 'first');
+      expect(repeat).to.deep.include({ seq: 1, ref: 'pay-1', amount: 10_000_000 });
+      expect(repeat.id).to.equal(lines[0]!.id);
+      // Nothing more is due: a second run moves nothing.
+      expect(await archive.archiveTenant(T)).to.equal(0);
+    });
+
+    it('trims nothing while the segment cannot be written or reads back different', async () => {
+      const clock = new ManualClock(Date.parse('2026-03-01T08:00:00.000Z'));
+      const { a } = stores();
+      await trade(a, clock, 20);
+      const failing: ResultBackend = Object.assign(Object.create(backend) as ResultBackend, { put: async () => Promise.reject(new Error('disk full')) });
+      const corrupt: ResultBackend = Object.assign(Object.create(backend) as ResultBackend, {
+        read: async (key: string) => {
+          const { Readable: R } = await import('node:stream');
+          void key;
+          return R.from(['{"garbled":true}\n']) as Readable;
+        },
+      });
+      for (const b of [failing, corrupt]) {
+        const err = await archiveOf(a, clock, b).archiveTenant(T).then(() => null, (e: Error) => e);
+        expect(err?.message).to.match(/disk full|reads back different/);
+        const page = await a.list(T, 1000);
+        expect([page.entries.length, page.archivedThrough ?? 0]).to.deep.equal([45, 0]);
+        clock.advance(61_000); // the failed mover's lease runs out
+      }
+    });
+
+    it('a mover cut between the write and the trim, then another run: nothing lost, nothing twice', async () => {
+      const clock = new ManualClock(Date.parse('2026-03-01T08:00:00.000Z'));
+      const { a, b } = stores();
+      await trade(a, clock, 30);
+      const all = (await a.snapshot(T)).entries;
+      // The first mover writes its segment and dies before trimming (its lease still runs).
+      const cut = Object.assign(Object.create(a) as WalletStore, { trimArchived: async () => Promise.reject(new Error('killed')) });
+      await archiveOf(cut, clock).archiveTenant(T).catch(() => undefined);
+      expect((await a.list(T, 1000)).archivedThrough ?? 0).to.equal(0);
+      // Another process is refused while the lease runs, then takes over.
+      expect(await archiveOf(b, clock).archiveTenant(T)).to.equal(0);
+      clock.advance(61_000);
+      const moved = await archiveOf(b, clock).archiveTenant(T);
+      expect(moved).to.be.greaterThan(0);
+      const lines = await archived(backend);
+      expect(lines.map((e) => e.id)).to.deep.equal(all.slice(0, moved).map((e) => e.id));
+      const kept = (await a.snapshot(T)).entries;
+      expect([...lines, ...kept].map((e) => e.seq)).to.deep.equal(all.map((e) => e.seq));
+      expect([...lines, ...kept].map((e) => e.id)).to.deep.equal(all.map((e) => e.id));
+    });
+
+    it('two archivers at once (two connections) write every line once', async () => {
+      const clock = new ManualClock(Date.parse('2026-03-01T00:00:00.000Z'));
+      const { a, b } = stores();
+      await trade(a, clock, 80);
+      const all = (await a.snapshot(T)).entries;
+      const [x, y] = await Promise.all([archiveOf(a, clock).archiveTenant(T), archiveOf(b, clock).archiveTenant(T)]);
+      const lines = await archived(backend);
+      expect(lines.length).to.equal(x + y);
+      expect(new Set(lines.map((e) => e.id)).size).to.equal(lines.length);
+      const snap = await a.snapshot(T);
+      expect([...lines, ...snap.entries].map((e) => e.id)).to.deep.equal(all.map((e) => e.id));
+      expect(checkLedger(snap).violations).to.deep.equal([]);
+    });
+
+    if (!env.isRedis && kind === 'local') {
+      it('memory: lines past memory_ledger_entries leave for the archive whatever their age (never dropped)', async () => {
+        const clock = new ManualClock(Date.parse('2026-03-01T08:00:00.000Z'));
+        const s = new MemoryWalletStore({ ledgerEntries: 5 });
+        await trade(s, clock, 10);
+        const all = (await s.snapshot(T)).entries;
+        const archive = new LedgerArchive({ store: s, backend, clock, logger, retentionMs: 30 * DAY });
+        expect(await archive.archiveTenant(T)).to.equal(all.length - 5);
+        expect((await s.snapshot(T)).entries.map((e) => e.seq)).to.deep.equal(all.slice(-5).map((e) => e.seq));
+        expect(checkLedger(await s.snapshot(T)).violations).to.deep.equal([]);
+        const page = await archive.list(T, 100);
+        expect(page.entries.map((e) => e.id)).to.deep.equal(all.map((e) => e.id).reverse());
+      });
+    }
+  });
+}
