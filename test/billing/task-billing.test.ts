@@ -4,29 +4,18 @@
 import { expect } from 'chai';
 import type { Gateway } from '../../engine/gateway.ts';
 import { call, newTenant, startTestGateway, waitForTask } from '../helpers/gateway.ts';
+import { checkedTenants } from '../helpers/tenants.ts';
 
 const IMAGES = '/vendors/provider_b/v1/tob/diffusion';
 const VIDEOS = '/vendors/provider_b/v1/tob/video-diffusion';
 
 describe('task billing through the gateway', () => {
   let gw: Gateway;
-  const tenants: string[] = [];
+  const tenant = checkedTenants(() => gw);
   before(async () => {
     gw = await startTestGateway({ only: ['provider_b'] });
   });
   after(() => gw.close());
-  afterEach(async () => {
-    for (const t of tenants.splice(0)) {
-      const report = await gw.billing.checkInvariant(t);
-      expect(report.ok, JSON.stringify(report)).to.equal(true);
-    }
-  });
-
-  async function tenant(credits: number) {
-    const t = await newTenant(gw, { credits });
-    tenants.push(t.tenant.id);
-    return t;
-  }
   const wallet = (id: string) => gw.billing.getWallet(id);
 
   // request → credits settled, from the spec's USD prices at 100 credits per USD.
@@ -42,7 +31,7 @@ describe('task billing through the gateway', () => {
   ];
   for (const [name, path, body, hold, settle] of table) {
     it(`holds then settles the exact price: ${name}`, async () => {
-      const { tenant: t, key } = await tenant(1000);
+      const { tenant: t, key } = await tenant({ credits: 1000 });
       const created = await call(gw.url, 'POST', path, { key, body });
       expect(created.status).to.equal(202);
       expect((await wallet(t.id)).held).to.equal(hold);
@@ -60,7 +49,7 @@ describe('task billing through the gateway', () => {
   }
 
   it('a failed task and a task cut by the safety net are never billed', async () => {
-    const { tenant: t, key } = await tenant(1000);
+    const { tenant: t, key } = await tenant({ credits: 1000 });
     for (const prompt of ['x [sandbox:fail]', 'x [sandbox:hang]', 'x [sandbox:reject]']) {
       const created = await call(gw.url, 'POST', IMAGES, { key, body: { prompt } });
       const done = await waitForTask(gw.url, `${IMAGES}/${created.body.task_info.id}`, key);
@@ -74,7 +63,7 @@ describe('task billing through the gateway', () => {
   });
 
   it('insufficient balance → 402 / 1003, no task, no hold', async () => {
-    const { tenant: t, key } = await tenant(33); // an image task holds 34 credits
+    const { tenant: t, key } = await tenant({ credits: 33 }); // an image task holds 34 credits
     const before = (await gw.billing.listLedger(t.id)).entries.length;
     const r = await call(gw.url, 'POST', IMAGES, { key, body: { prompt: 'a fox' } });
     expect(r.status).to.equal(402);
@@ -87,7 +76,7 @@ describe('task billing through the gateway', () => {
   });
 
   it('a hold whose task was never stored (a process died in between) is released by the sweep', async () => {
-    const { tenant: t } = await tenant(100);
+    const { tenant: t } = await tenant({ credits: 100 });
     const orphan = '9b2f0c1e-4a57-4c43-9d5e-000000000001';
     await gw.limits.acquireTask(t.id, orphan);
     await gw.billing.hold(t.id, orphan, 34_000);
@@ -100,7 +89,7 @@ describe('task billing through the gateway', () => {
     const mine = (await gw.billing.listLedger(t.id)).entries.filter((e) => e.ref === orphan);
     expect(mine.map((e) => [e.kind, e.amount, e.note])).to.deep.equal([['release', 34_000, 'orphaned: the task was never stored'], ['hold', 34_000, '']]);
     // A hold of a task that exists is left alone, however old.
-    const { tenant: t2, key } = await tenant(100);
+    const { tenant: t2, key } = await tenant({ credits: 100 });
     const created = await call(gw.url, 'POST', IMAGES, { key, body: { prompt: 'x [sandbox:hang]' } });
     await new Promise((r) => setTimeout(r, 300)); // several sweeps, each past the grace period
     expect((await gw.tasks.get(created.body.task_info.id))!.status).to.equal('processing');
@@ -108,7 +97,7 @@ describe('task billing through the gateway', () => {
   });
 
   it('the tenant reads its own balance and ledger with its key', async () => {
-    const { key } = await tenant(500);
+    const { key } = await tenant({ credits: 500 });
     const created = await call(gw.url, 'POST', IMAGES, { key, body: { prompt: 'a fox' } });
     await waitForTask(gw.url, `${IMAGES}/${created.body.task_info.id}`, key);
     const balance = await call(gw.url, 'GET', '/v1/balance', { key });
@@ -123,7 +112,7 @@ describe('task billing through the gateway', () => {
 
   describe('Idempotency-Key', () => {
     it('a sequential retry replays the first answer: one task, one hold', async () => {
-      const { tenant: t, key } = await tenant(1000);
+      const { tenant: t, key } = await tenant({ credits: 1000 });
       const headers = { 'idempotency-key': 'order-42' };
       const first = await call(gw.url, 'POST', IMAGES, { key, body: { prompt: 'a fox' }, headers });
       const second = await call(gw.url, 'POST', IMAGES, { key, body: { prompt: 'a fox' }, headers });
@@ -135,7 +124,7 @@ describe('task billing through the gateway', () => {
     });
 
     it('concurrent duplicates create one task and one hold', async () => {
-      const { tenant: t, key } = await tenant(1000);
+      const { tenant: t, key } = await tenant({ credits: 1000 });
       const headers = { 'idempotency-key': 'burst-1' };
       const answers = await Promise.all(Array.from({ length: 10 }, () => call(gw.url, 'POST', IMAGES, { key, body: { prompt: 'a fox' }, headers })));
       expect(new Set(answers.map((a) => a.status))).to.deep.equal(new Set([202]));
@@ -144,19 +133,19 @@ describe('task billing through the gateway', () => {
     });
 
     it('the same key with another body → 409; another tenant may use the same key', async () => {
-      const { key } = await tenant(1000);
+      const { key } = await tenant({ credits: 1000 });
       const headers = { 'idempotency-key': 'k-1' };
       expect((await call(gw.url, 'POST', IMAGES, { key, body: { prompt: 'a fox' }, headers })).status).to.equal(202);
       const changed = await call(gw.url, 'POST', IMAGES, { key, body: { prompt: 'a wolf' }, headers });
       expect(changed.status).to.equal(409);
       expect(changed.body.error_code).to.equal(2000);
       expect(changed.body.title).to.equal('Conflict');
-      const { key: other } = await tenant(1000);
+      const { key: other } = await tenant({ credits: 1000 });
       expect((await call(gw.url, 'POST', IMAGES, { key: other, body: { prompt: 'a wolf' }, headers })).status).to.equal(202);
     });
 
     it('a refused create (402) does not burn the key: after a top-up the retry creates the task', async () => {
-      const { tenant: t, key } = await tenant(10);
+      const { tenant: t, key } = await tenant({ credits: 10 });
       const headers = { 'idempotency-key': 'after-topup' };
       expect((await call(gw.url, 'POST', IMAGES, { key, body: { prompt: 'a fox' }, headers })).status).to.equal(402);
       await gw.billing.topUp(t.id, 100_000, 'pay-2');
@@ -167,7 +156,7 @@ describe('task billing through the gateway', () => {
   });
 
   it('many tasks completing and failing in parallel, with duplicate completion signals: each settled or released once', async () => {
-    const { tenant: t, key } = await tenant(100_000);
+    const { tenant: t, key } = await tenant({ credits: 100_000 });
     const prompts = Array.from({ length: 40 }, (_, i) => (i % 3 === 0 ? `p${i} [sandbox:fail]` : `p${i}`));
     const created = await Promise.all(prompts.map((prompt) => call(gw.url, 'POST', IMAGES, { key, body: { prompt } })));
     const ids: string[] = created.map((c) => c.body.task_info.id);

@@ -13,6 +13,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Gateway } from '../../engine/gateway.ts';
 import { call, newTenant, startTestGateway, waitForTask } from '../helpers/gateway.ts';
+import { checkedTenants } from '../helpers/tenants.ts';
 import { FakeUpstream, json } from '../helpers/upstream.ts';
 import { waitFor } from '../webhooks/support/harness.ts';
 import { vendorsWithCallback } from './callback-vendor.ts';
@@ -34,7 +35,7 @@ describe(`push callbacks (${process.env.GATEWAY_TEST_STORE === 'redis' ? 'redis'
   let dir: string;
   const upTasks = new Map<string, UpTask>();
   let seq = 0;
-  const tenants: string[] = [];
+  const tenant = checkedTenants(() => gw);
 
   before(async () => {
     dir = vendorsWithCallback();
@@ -66,19 +67,6 @@ describe(`push callbacks (${process.env.GATEWAY_TEST_STORE === 'redis' ? 'redis'
     await up?.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  afterEach(async () => {
-    for (const t of tenants.splice(0)) {
-      const report = await gw.billing.checkInvariant(t);
-      expect(report.ok, JSON.stringify(report)).to.equal(true);
-    }
-  });
-
-  async function tenant() {
-    const t = await newTenant(gw, { credits: 1000 });
-    tenants.push(t.tenant.id);
-    return t;
-  }
-
   /** A model D task the provider has accepted, with the callback URL it was given. */
   async function submitted(key: string) {
     const created = await call(gw.url, 'POST', D, { key, body: { prompt: 'a fox in the snow', n: 1 } });

@@ -14,6 +14,7 @@ import type { Gateway } from '../../engine/gateway.ts';
 import { createLogger } from '../../engine/log/logger.ts';
 import { eventId } from '../../engine/tasks/ending.ts';
 import { call, newTenant, ROOT, startTestGateway, waitForTask } from '../helpers/gateway.ts';
+import { checkedTenants } from '../helpers/tenants.ts';
 import { FakeUpstream, json } from '../helpers/upstream.ts';
 import { waitFor } from '../webhooks/support/harness.ts';
 import { testPki } from '../webhooks/support/pki.ts';
@@ -38,7 +39,7 @@ describe(`task cancellation (${process.env.GATEWAY_TEST_STORE === 'redis' ? 'red
   let rx: Receiver;
   const upTasks = new Map<string, UpTask>();
   let seq = 0;
-  const tenants: string[] = [];
+  const tenant = checkedTenants(() => gw);
 
   before(async () => {
     // The prompt says how the provider plays the task: "queue" stays PENDING, "done" succeeds at
@@ -89,24 +90,11 @@ describe(`task cancellation (${process.env.GATEWAY_TEST_STORE === 'redis' ? 'red
     await up?.close();
     await rx?.close();
   });
-  afterEach(async () => {
-    for (const t of tenants.splice(0)) {
-      const report = await gw.billing.checkInvariant(t);
-      expect(report.ok, JSON.stringify(report)).to.equal(true);
-    }
-  });
-
   function answerPoll(res: ServerResponse, id: string, status: UpTask['status']): void {
     const output: Record<string, unknown> = { task_id: id, task_status: status };
     if (status === 'SUCCEEDED') output.results = [0, 1].map((i) => ({ url: `https://results.example/${id}/${i}.png` }));
     if (status === 'FAILED') Object.assign(output, { code: 'InternalError', message: 'the model failed' });
     json(res, 200, { request_id: `r-${id}`, output });
-  }
-
-  async function tenant(opts: { scopes?: string[] } = {}) {
-    const t = await newTenant(gw, { credits: 1000, ...opts });
-    tenants.push(t.tenant.id);
-    return t;
   }
 
   /** Create a model D task and wait until the provider has it and the gateway shows `status`. */

@@ -8,7 +8,8 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
 import type { Gateway } from '../../engine/gateway.ts';
-import { call, DEMO_KEY, newTenant, startTestGateway, waitForTask } from '../helpers/gateway.ts';
+import { call, DEMO_KEY, startTestGateway, waitForTask } from '../helpers/gateway.ts';
+import { checkedTenants } from '../helpers/tenants.ts';
 import { FakeUpstream, json } from '../helpers/upstream.ts';
 import { waitFor } from '../webhooks/support/harness.ts';
 import { answerVendorsDir } from './support/answer-vendors.ts';
@@ -36,7 +37,7 @@ describe(`descriptor features against fixture upstreams (${process.env.GATEWAY_T
   const fal = new Map<string, FalTask>();
   const veo = new Map<string, { done: boolean; samples?: boolean }>();
   let seq = 0;
-  const tenants: string[] = [];
+  const tenant = checkedTenants(() => gw);
 
   before(async () => {
     dir = answerVendorsDir();
@@ -94,18 +95,6 @@ describe(`descriptor features against fixture upstreams (${process.env.GATEWAY_T
     await elsewhere?.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  afterEach(async () => {
-    for (const t of tenants.splice(0)) {
-      const report = await gw.billing.checkInvariant(t);
-      expect(report.ok, JSON.stringify(report)).to.equal(true);
-    }
-  });
-
-  async function tenant() {
-    const t = await newTenant(gw, { credits: 1000 });
-    tenants.push(t.tenant.id);
-    return t;
-  }
   const ledgerOf = async (tenantId: string, id: string) => {
     await waitFor(async () => (await gw.tasks.get(id))?.finalized === true, 5000, 'the task finalized');
     return (await gw.billing.listLedger(tenantId, { limit: 200 })).entries.filter((e) => e.ref === id).sort((a, b) => a.seq - b.seq).map((e) => e.kind);
