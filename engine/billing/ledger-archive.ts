@@ -18,6 +18,7 @@ import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import type { Logger } from 'pino';
 import { recurring, type JobScheduler } from '../jobs/scheduler.ts';
+import { ledgerArchiveFailures, ledgerLinesArchived } from '../metrics/metrics.ts';
 import { LEDGER_ARCHIVE_PREFIX, type ResultBackend } from '../results/store.ts';
 import type { Clock } from '../util/clock.ts';
 import { prefixedId } from '../util/ids.ts';
@@ -27,8 +28,6 @@ const LEDGER_PREFIX = LEDGER_ARCHIVE_PREFIX;
 export const LEDGER_ARCHIVE_JOB = 'ledger.archive';
 /** Lines in one segment at most (about 250 B each). */
 export const SEGMENT_LINES = 5_000;
-/** How long a claim is ours: far longer than one segment's write and read-back. */
-const LEASE_MS = 60_000;
 /** Parsed segments kept in memory for readers paging back (a CSV export walks many pages). */
 const CACHED_SEGMENTS = 8;
 
@@ -39,6 +38,10 @@ export interface LedgerArchiveDeps {
   logger: Logger;
   /** Lines older than this leave the store. */
   retentionMs: number;
+  /** How long a claim is ours (default 60 s: far longer than a segment's write and read-back). */
+  leaseMs?: number;
+  /** Lines per segment at most (default SEGMENT_LINES). */
+  segmentLines?: number;
   /** Worker role: the archive job's chain (every intervalMs over every tenant). */
   scheduler?: JobScheduler;
   intervalMs?: number;
@@ -64,6 +67,7 @@ export class LedgerArchive {
       try {
         moved += await this.archiveTenant(tenantId);
       } catch (err) {
+        ledgerArchiveFailures.inc();
         this.d.logger.error({ err, tenant_id: tenantId }, 'ledger lines could not be archived (they stay in the store; retried next run)');
       }
     }
@@ -81,7 +85,7 @@ export class LedgerArchive {
     for (;;) {
       const now = this.d.clock.now();
       const before = new Date(now - this.d.retentionMs).toISOString();
-      const batch = await this.d.store.claimArchive(tenantId, { owner: this.owner, now, leaseMs: LEASE_MS, before, max: SEGMENT_LINES });
+      const batch = await this.d.store.claimArchive(tenantId, { owner: this.owner, now, leaseMs: this.d.leaseMs ?? 60_000, before, max: this.d.segmentLines ?? SEGMENT_LINES });
       if (batch.status !== 'ok') return moved;
       const first = batch.entries[0]!;
       const last = batch.entries.at(-1)!;
@@ -91,6 +95,7 @@ export class LedgerArchive {
         return moved;
       }
       moved += batch.entries.length;
+      ledgerLinesArchived.inc(batch.entries.length);
     }
   }
 

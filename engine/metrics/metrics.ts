@@ -263,6 +263,17 @@ export const resultFilesDeleted = new client.Counter({
   registers,
 });
 
+export const ledgerLinesArchived = new client.Counter({
+  name: 'gateway_ledger_lines_archived_total',
+  help: 'Ledger lines moved from the store to the ledger archive (written, read back, then trimmed).',
+  registers,
+});
+export const ledgerArchiveFailures = new client.Counter({
+  name: 'gateway_ledger_archive_failures_total',
+  help: 'Runs of the ledger archive that failed for a tenant (the lines stay in the store; retried next run).',
+  registers,
+});
+
 // ---- Readiness and build --------------------------------------------------------------------
 export const dependencyUp = new client.Gauge({
   name: 'gateway_dependency_up',
