@@ -15,7 +15,9 @@
 //                 last, so every task's submission, poll and settlement counts (they run while
 //                 other trees' windows are loaded; only the total is a fair figure).
 // Env: COMPARE_CONNECTIONS (64), COMPARE_ROUNDS (20), COMPARE_WINDOW_MS (700 chat, 1000 create),
-//      COMPARE_WARMUP_MS (3000 per tree before the first round).
+//      COMPARE_WARMUP_MS (3000 per tree before the first round), COMPARE_CPU_PROF (a directory:
+//      every gateway runs under --cpu-prof and writes its threads' profiles in a folder per tree there
+//      when stopped).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -32,12 +34,18 @@ const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 20);
 const WINDOW_MS = Number(process.env.COMPARE_WINDOW_MS ?? (mode === 'create' ? 1000 : 700));
 const WARMUP_MS = Number(process.env.COMPARE_WARMUP_MS ?? 3000);
 const chat = mode !== 'create';
+const PROFILE_DIR = process.env.COMPARE_CPU_PROF;
 
 spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
 
 /** bench/<file> of `tree`, pinned to `core`; resolves with its first IPC message (its URL, key). */
 function start(tree: string, file: string, core: number, env: Record<string, string>, nice = 0): Promise<{ child: ChildProcess; msg: { url: string; key: string } }> {
-  const child = spawn('taskset', ['-c', String(core), 'nice', '-n', String(nice), process.execPath, resolve(tree, 'bench', file)], {
+  // A profile is written at exit; a gateway whose close outlasts 3 s is made to exit (any tree's bench).
+  const exitOnStop = "process.on('message', (m) => m?.cmd === 'stop' && setTimeout(() => process.exit(0), 3000).unref())";
+  const prof = PROFILE_DIR && file !== 'stub-upstream.ts' && file !== 'chat-upstream.ts'
+    ? ['--cpu-prof', `--cpu-prof-dir=${resolve(PROFILE_DIR, tree.replace(/\W+/g, '_'))}`, `--import=data:text/javascript,${encodeURIComponent(exitOnStop)}`]
+    : [];
+  const child = spawn('taskset', ['-c', String(core), 'nice', '-n', String(nice), process.execPath, ...prof, resolve(tree, 'bench', file)], {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     env: { ...process.env, ...env },
   });
@@ -118,5 +126,12 @@ for (let i = 0; i < trees.length; i++) {
 }
 
 for (const p of pools) await p.close();
-for (const g of gateways) g.child.kill();
+// Stopped by message, so that a profile (COMPARE_CPU_PROF) is written on the way out; killed
+// after 10 s otherwise.
+await Promise.all(gateways.map((g) => new Promise((ok) => {
+  g.child.removeAllListeners('exit');
+  const kill = setTimeout(() => { console.error('killed: no exit 10 s after stop'); g.child.kill(); }, 10_000);
+  g.child.once('exit', () => ok(clearTimeout(kill)));
+  g.child.send({ cmd: 'stop' });
+})));
 upstream.child.kill();

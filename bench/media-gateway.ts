@@ -1,5 +1,8 @@
 // The gateway under benchmark (a child process of bench/media.ts and bench/throughput.ts):
-// providers A and D against UPSTREAM_URL, memory store (redis with BENCH_REDIS_URL), no limits, quiet logs. GATEWAY_MEDIA_DECODE
+// providers A and D against UPSTREAM_URL, memory store (redis with BENCH_REDIS_URL), no limits, quiet logs,
+// the result copy off (issue 34 measures it apart; the stub's result URLs name an unresolvable host,
+// so with it on no task ever settled: each was polled again until its deadline, and the CPU per
+// create of bench/compare.ts grew with how many such tasks a run had piled up). GATEWAY_MEDIA_DECODE
 // (pool | inline) says where large bodies are parsed and their media checked. Over IPC it
 // reports its URL and API key, and measures its own event-loop delay and CPU time on request.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -15,6 +18,7 @@ server: { host: 127.0.0.1, port: 0 }
 metrics: { port: 0 }
 store: ${process.env.BENCH_REDIS_URL ? `{ kind: redis, redis_url: "${process.env.BENCH_REDIS_URL}", key_prefix: bench }` : '{ kind: memory }'}
 sandbox: { enabled: false }
+results: { store: off }
 log: { level: ${process.env.BENCH_LOG_LEVEL ?? 'warn'} }
 timing: { scale: ${process.env.BENCH_TIMING_SCALE ?? 1} }
 vendors: { dir: vendors, enabled: [provider_a, provider_d] }
