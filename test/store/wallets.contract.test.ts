@@ -392,6 +392,23 @@ forEachBackend('WalletStore contract', (env) => {
       expect(await a.get(T)).to.include({ held: 10_000 });
     });
 
+    it('60 concurrent request holds (up to what is available) and their settlements, several grouped in one script on Redis: exactly the allowed number, the ledger balances', async () => {
+      await r.billing.topUp(T, credits(10), 'pay_1');
+      // 1.5 credits each against 10: six whole holds, a seventh of the 1 left, then nothing.
+      const held = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => [r, r2][i % 2]!.billing.holdUpTo(T, `chat_${i}`, 1_500)));
+      const amounts = held.flatMap((x) => (x.status === 'fulfilled' ? [x.value] : []));
+      expect(amounts.sort((x, y) => y - x)).to.deep.equal([1_500, 1_500, 1_500, 1_500, 1_500, 1_500, 1_000]);
+      for (const x of held) if (x.status === 'rejected') expect((x.reason as GatewayError).code).to.equal(1003);
+      const refs = held.flatMap((x, i) => (x.status === 'fulfilled' ? [`chat_${i}`] : []));
+      // Each settled twice at once (a retry racing its first try) and for 0.4 credits: counted once.
+      await Promise.all(refs.flatMap((ref, i) => [r, r2].map((x) => x.billing.settleUsage(T, ref, 400, `chat ${i}`))));
+      const w = await a.get(T);
+      expect(w).to.include({ held: 0, balance: credits(10) - 7 * 400 });
+      const snap = await a.snapshot(T);
+      expect(snap.entries.filter((e) => e.kind === 'settle')).to.have.length(7);
+      expect(checkLedger(snap).ok).to.equal(true);
+    });
+
     it('200 tasks with 3 to 5 terminal signals each: every ref closes exactly once', async () => {
       const N = 200;
       await r.billing.topUp(T, credits(10_000), 'pay_1');

@@ -1,6 +1,8 @@
 // Redis adapter of the wallet store: every method is ONE Lua script on the tenant's wallet keys
 // (all in the tenant's slot), mirroring engine/store/memory/wallets.ts step for step, so a hold,
 // settle, release, charge or credit happens exactly once per ref however many processes race.
+// Holds and closes (settle, release) of one tenant made while its previous one is in flight go
+// together in one script run (./wallet-batches.ts). The shared Lua is in ./wallet-lib.ts.
 //   <p>{t:<id>}:wallet   hash  b (balance), h (held), th (threshold, absent = default),
 //                              as (alert state), la (last alert ms, absent = none), seq
 //   <p>{t:<id>}:ledger   list  one entry per ledger line kept, JSON [id, at, kind, amount, ref, note];
@@ -33,54 +35,9 @@ import { prefixedId } from '../../util/ids.ts';
 import { Keys, type RedisStoreOptions } from './keys.ts';
 import { lua } from './script.ts';
 import { RedisLedger, toEntry } from './ledger.ts';
+import { WALLET_LIB } from './wallet-lib.ts';
+import { WalletBatches } from './wallet-batches.ts';
 
-const WALLET_LIB = `
-local function wget(W)
-  local v = redis.call('HMGET', W, 'b', 'h', 'th', 'as', 'la', 'seq')
-  return { b = tonumber(v[1] or '0'), h = tonumber(v[2] or '0'), th = v[3] or '', as = v[4] or 'NORMAL', la = v[5] or '', seq = tonumber(v[6] or '0') }
-end
-local function wsave(W, w)
-  redis.call('HSET', W, 'b', num(w.b), 'h', num(w.h), 'seq', num(w.seq), 'as', w.as)
-end
-local function result(status, item, w)
-  return { status, item, num(w.b), num(w.h), w.th, w.as, w.la, num(w.seq) }
-end
-local function append(L, w, id, at, kind, amount, ref, note)
-  w.seq = w.seq + 1
-  local e = '[' .. cjson.encode(id) .. ',' .. cjson.encode(at) .. ',"' .. kind .. '",' .. num(amount) .. ',' .. cjson.encode(ref) .. ',' .. cjson.encode(note) .. ']'
-  redis.call('RPUSH', L, e)
-  return w.seq, e
-end
-local function hold_str(h)
-  return h.state .. '|' .. num(h.amount) .. '|' .. num(h.settled) .. '|' .. num(h.released) .. '|' .. h.charge .. '|' .. num(h.seq) .. '|' .. h.at
-end
--- Remembers when the closed hold ref is forgotten ("<forget at ms>|<ref>" appended to the list
--- C), and forgets (HDEL) up to 10 holds already due from its head: each close adds one and drains
--- up to ten, so the closed holds kept are those of the last ttl ms (plus the ones of a tenant that
--- stopped closing). A list of short strings costs about a third of a sorted set's entry (measured:
--- 183 B per chat as a zset). Processes' clocks differ a little, so the list is ordered only about:
--- a head not yet due holds back the ones behind it, which are then forgotten late, never early.
--- An open hold is never forgotten (a ref is closed once; the guard costs one HGET).
--- ttl 0: closed holds are kept.
-local function forget(H, C, ref, now, ttl)
-  if ttl <= 0 then return end
-  for _ = 1, 10 do
-    local head = redis.call('LINDEX', C, 0)
-    if not head then break end
-    local sep = string.find(head, '|', 1, true)
-    if tonumber(string.sub(head, 1, sep - 1)) > now then break end
-    redis.call('LPOP', C)
-    local r = string.sub(head, sep + 1)
-    local v = redis.call('HGET', H, r)
-    if v and string.sub(v, 1, 5) ~= 'open|' then redis.call('HDEL', H, r) end
-  end
-  redis.call('RPUSH', C, num(now + ttl) .. '|' .. ref)
-end
-local function hold_parse(s)
-  local st, a, se, re, ch, sq, at = string.match(s, '^(%a+)|(-?%d+)|(-?%d+)|(-?%d+)|(%d)|(%d+)|(.*)$')
-  return { state = st, amount = tonumber(a), settled = tonumber(se), released = tonumber(re), charge = ch, seq = tonumber(sq), at = at }
-end
-`;
 const wlua = (body: string, readOnly = false) => lua(WALLET_LIB + body, { readOnly });
 
 // KEYS: wallet, ledger, credits. ARGV: kind, ref, amount, note, at, entry id.
@@ -98,61 +55,6 @@ wsave(KEYS[1], w)
 return result('credited', num(s) .. '\\n' .. e, w)
 `);
 
-// KEYS: wallet, ledger, holds, open (the set of open hold refs). ARGV: ref, amount, note, at,
-// entry id, up to ('1': hold min(amount, available), refused only when nothing is available).
-const HOLD = wlua(`
-local w = wget(KEYS[1])
-local ex = redis.call('HGET', KEYS[3], ARGV[1])
-if ex then return result('duplicate', ex, w) end
-local amount = tonumber(ARGV[2])
-if ARGV[6] == '1' and amount > 0 then
-  if w.b - w.h <= 0 then return result('insufficient', '', w) end
-  amount = math.min(amount, w.b - w.h)
-end
-if amount > 0 and amount > w.b - w.h then return result('insufficient', '', w) end
-local seq = append(KEYS[2], w, ARGV[5], ARGV[4], 'hold', amount, ARGV[1], ARGV[3])
-local h = { state = 'open', amount = amount, settled = 0, released = 0, charge = '0', seq = seq, at = ARGV[4] }
-redis.call('HSET', KEYS[3], ARGV[1], hold_str(h))
-if amount > 0 then redis.call('SADD', KEYS[4], ARGV[1]) end
-w.h = w.h + amount
-wsave(KEYS[1], w)
-return result('held', hold_str(h), w)
-`);
-
-// KEYS: wallet, ledger, holds, open, closed. ARGV: ref, actual ('' = release everything), note,
-// at, id1, id2, now ms, closed-hold ttl ms.
-const CLOSE = wlua(`
-local w = wget(KEYS[1])
-local ex = redis.call('HGET', KEYS[3], ARGV[1])
-if not ex then return result('unknown', '', w) end
-local h = hold_parse(ex)
-if h.state ~= 'open' then return result('duplicate', ex, w) end
-local settle = ARGV[2] ~= ''
-local settled = 0
-if settle then settled = math.min(math.max(tonumber(ARGV[2]), 0), h.amount) end
-local released = h.amount - settled
-local ids = { ARGV[5], ARGV[6] }
-local n = 0
-if settle then
-  n = n + 1
-  append(KEYS[2], w, ids[n], ARGV[4], 'settle', settled, ARGV[1], ARGV[3])
-end
-if (not settle) or released > 0 then
-  n = n + 1
-  append(KEYS[2], w, ids[n], ARGV[4], 'release', released, ARGV[1], ARGV[3])
-end
-if settle then h.state = 'settled' else h.state = 'released' end
-h.settled = settled
-h.released = released
-redis.call('HSET', KEYS[3], ARGV[1], hold_str(h))
-redis.call('SREM', KEYS[4], ARGV[1])
-forget(KEYS[3], KEYS[5], ARGV[1], tonumber(ARGV[7]), tonumber(ARGV[8]))
-w.h = w.h - h.amount
-w.b = w.b - settled
-wsave(KEYS[1], w)
-return result('closed', hold_str(h), w)
-`);
-
 // KEYS: wallet, ledger, holds, open, closed. ARGV: ref, amount, note, at, id1, id2, now ms,
 // closed-hold ttl ms.
 const CHARGE = wlua(`
@@ -164,7 +66,7 @@ local seq = append(KEYS[2], w, ARGV[5], ARGV[4], 'hold', amount, ARGV[1], ARGV[3
 append(KEYS[2], w, ARGV[6], ARGV[4], 'settle', amount, ARGV[1], ARGV[3])
 local h = { state = 'settled', amount = amount, settled = amount, released = 0, charge = '1', seq = seq, at = ARGV[4] }
 redis.call('HSET', KEYS[3], ARGV[1], hold_str(h))
-forget(KEYS[3], KEYS[5], ARGV[1], tonumber(ARGV[7]), tonumber(ARGV[8]))
+forget(KEYS[3], KEYS[5], { ARGV[1] }, tonumber(ARGV[7]), tonumber(ARGV[8]))
 w.b = w.b - amount
 wsave(KEYS[1], w)
 return result('closed', hold_str(h), w)
@@ -214,6 +116,8 @@ export class RedisWalletStore implements WalletStore {
   private readonly closedHoldTtlMs: number;
   private readonly clock: Clock;
   private readonly ledger: RedisLedger;
+  /** Holds and closes, grouped per tenant (./wallet-batches.ts). */
+  private readonly batches: WalletBatches;
 
   constructor(opts: RedisWalletStoreOptions) {
     this.client = opts.client;
@@ -222,6 +126,7 @@ export class RedisWalletStore implements WalletStore {
     if (!Number.isSafeInteger(this.closedHoldTtlMs) || this.closedHoldTtlMs < 0) throw new Error('closedHoldTtlMs must be a non-negative integer');
     this.clock = opts.clock ?? systemClock;
     this.ledger = new RedisLedger(this.client, (t, name) => this.k(t, name));
+    this.batches = new WalletBatches(this.client, (t) => this.walletKeys(t, 'holds'), () => this.forgetArgs());
   }
 
   async get(tenantId: string): Promise<WalletRecord> {
@@ -236,22 +141,22 @@ export class RedisWalletStore implements WalletStore {
   }
 
   async hold(tenantId: string, ref: string, amount: Milli, note: string, at: string, opts: HoldOptions = {}): Promise<HoldResult> {
-    const r = await this.script(HOLD, tenantId, 'holds', [ref, String(amount), note, at, prefixedId('led_'), opts.upTo ? '1' : '0']);
+    const r = await this.batches.hold(tenantId, [ref, String(amount), note, at, prefixedId('led_'), opts.upTo ? '1' : '0']);
     const out: HoldResult = { status: r.status as HoldResult['status'], wallet: toWallet(tenantId, r.wallet) };
     if (r.item !== '') out.hold = toHold(ref, r.item).hold;
     return out;
   }
 
   async settle(tenantId: string, ref: string, actual: Milli, note: string, at: string): Promise<CloseResult> {
-    return this.close(CLOSE, tenantId, [ref, String(actual), note, at, prefixedId('led_'), prefixedId('led_'), ...this.forgetArgs()]);
+    return closeResult(tenantId, ref, await this.batches.close(tenantId, [ref, String(actual), note, at, prefixedId('led_'), prefixedId('led_')]));
   }
 
   async release(tenantId: string, ref: string, note: string, at: string): Promise<CloseResult> {
-    return this.close(CLOSE, tenantId, [ref, '', note, at, prefixedId('led_'), prefixedId('led_'), ...this.forgetArgs()]);
+    return closeResult(tenantId, ref, await this.batches.close(tenantId, [ref, '', note, at, prefixedId('led_'), prefixedId('led_')]));
   }
 
   async charge(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<CloseResult> {
-    return this.close(CHARGE, tenantId, [ref, String(amount), note, at, prefixedId('led_'), prefixedId('led_'), ...this.forgetArgs()]);
+    return closeResult(tenantId, ref, await this.script(CHARGE, tenantId, 'holds', [ref, String(amount), note, at, prefixedId('led_'), prefixedId('led_'), ...this.forgetArgs()]));
   }
 
   list(tenantId: string, limit: number, beforeSeq?: number): Promise<LedgerPage> {
@@ -302,19 +207,12 @@ export class RedisWalletStore implements WalletStore {
     };
   }
 
-  /** now and the closed-hold ttl, the last two ARGV of CLOSE and CHARGE. */
+  /** now and the closed-hold ttl, the last two ARGV of CHARGE (and the first two of the batched CLOSE). */
   private forgetArgs(): [string, string] {
     return [String(this.clock.now()), String(this.closedHoldTtlMs)];
   }
 
-  private async close(script: typeof CLOSE, tenantId: string, args: string[]): Promise<CloseResult> {
-    const r = await this.script(script, tenantId, 'holds', args);
-    const out: CloseResult = { status: r.status as CloseResult['status'], wallet: toWallet(tenantId, r.wallet) };
-    if (r.item !== '') out.hold = toHold(args[0]!, r.item).hold;
-    return out;
-  }
-
-  private async script(script: typeof CLOSE, tenantId: string, third: 'holds' | 'credits', args: string[]): Promise<{ status: string; item: string; wallet: string[] }> {
+  private async script(script: typeof CHARGE, tenantId: string, third: 'holds' | 'credits', args: string[]): Promise<{ status: string; item: string; wallet: string[] }> {
     const r = (await script.run(this.client, this.walletKeys(tenantId, third), args)) as string[];
     return { status: r[0]!, item: r[1]!, wallet: r.slice(2) };
   }
@@ -328,6 +226,12 @@ export class RedisWalletStore implements WalletStore {
   private k(tenantId: string, name: string): string {
     return this.keys.tenant(tenantId) + name;
   }
+}
+
+function closeResult(tenantId: string, ref: string, r: { status: string; item: string; wallet: string[] }): CloseResult {
+  const out: CloseResult = { status: r.status as CloseResult['status'], wallet: toWallet(tenantId, r.wallet) };
+  if (r.item !== '') out.hold = toHold(ref, r.item).hold;
+  return out;
 }
 
 /** [b, h, th, as, la, seq] as the scripts return them ('' = absent). */

@@ -1,0 +1,44 @@
+// Group commit per key (a tenant): a call made while the same key's previous call is in flight
+// waits for it and goes with every other call that waited, as one script run: one round trip and
+// one script's commands for the whole group instead of one per call. A call with nothing in
+// flight goes at once (after the current tick, so calls of the same tick go together), so a
+// lone request waits for nothing; under load a tenant's calls share round trips and Redis's
+// work (measured in docs/performance.md). The script handles the group's calls in their order,
+// each exactly as it would alone. A failed run fails every call of its group (each caller's own
+// error handling then applies: a request refused with 503, a settlement retried).
+export class KeyedBatches<I, O> {
+  private readonly run: (key: string, inputs: I[]) => Promise<O[]>;
+  private readonly max: number;
+  private readonly waiting = new Map<string, { input: I; done: (o: O) => void; fail: (e: unknown) => void }[]>();
+
+  /** `run` answers one output per input, in order; at most `max` inputs go together. */
+  constructor(run: (key: string, inputs: I[]) => Promise<O[]>, max = 64) {
+    this.run = run;
+    this.max = max;
+  }
+
+  call(key: string, input: I): Promise<O> {
+    return new Promise<O>((done, fail) => {
+      let queue = this.waiting.get(key);
+      if (!queue) {
+        this.waiting.set(key, (queue = []));
+        queueMicrotask(() => void this.fly(key, queue!));
+      }
+      queue.push({ input, done, fail });
+    });
+  }
+
+  /** Runs the key's waiting calls, group after group, until none waits; then the key is free. */
+  private async fly(key: string, queue: { input: I; done: (o: O) => void; fail: (e: unknown) => void }[]): Promise<void> {
+    while (queue.length) {
+      const group = queue.splice(0, this.max);
+      try {
+        const out = await this.run(key, group.map((g) => g.input));
+        group.forEach((g, i) => g.done(out[i]!));
+      } catch (err) {
+        for (const g of group) g.fail(err);
+      }
+    }
+    this.waiting.delete(key);
+  }
+}

@@ -1,0 +1,148 @@
+// A tenant's holds and closes (settle, release) as groups (./batch.ts): every hold that waited
+// for the tenant's previous hold script goes in the next one, and closes likewise. One script
+// per group on the tenant's slot, each call handled in order exactly as alone (duplicates,
+// insufficient funds, the up-to rule): the wallet read once and written once, the ledger lines
+// in one RPUSH, the hold records in one HSET. So a group of any size costs the commands one call
+// did (7 for holds, 9 to 12 for closes, counted in docs/performance.md).
+import { KeyedBatches } from './batch.ts';
+import type { RedisClient } from './keys.ts';
+import { lua } from './script.ts';
+import { WALLET_LIB } from './wallet-lib.ts';
+
+// KEYS: wallet, ledger, holds, open. ARGV: per hold: ref, amount, note, at, entry id, up to ('1':
+// hold min(amount, available), refused only when nothing is available).
+// Returns { th, as, la, { status, item, b, h, seq per hold } }.
+const HOLD = lua(WALLET_LIB + `
+local w = wget(KEYS[1])
+local n = #ARGV / 6
+local refs = {}
+for i = 1, n do refs[i] = ARGV[(i - 1) * 6 + 1] end
+local ex = redis.call('HMGET', KEYS[3], unpack(refs))
+local out, lines, sets, opens, made = {}, {}, {}, {}, {}
+for i = 1, n do
+  local o = (i - 1) * 6
+  local ref, amount, at = ARGV[o + 1], tonumber(ARGV[o + 2]), ARGV[o + 4]
+  local status, item = 'held', made[ref] or ex[i]
+  if item then
+    status = 'duplicate'
+  else
+    item = ''
+    if ARGV[o + 6] == '1' and amount > 0 then
+      if w.b - w.h <= 0 then status = 'insufficient' else amount = math.min(amount, w.b - w.h) end
+    end
+    if status == 'held' and amount > 0 and amount > w.b - w.h then status = 'insufficient' end
+    if status == 'held' then
+      lines[#lines + 1] = line(w, ARGV[o + 5], at, 'hold', amount, ref, ARGV[o + 3])
+      item = hold_str({ state = 'open', amount = amount, settled = 0, released = 0, charge = '0', seq = w.seq, at = at })
+      sets[#sets + 1] = ref
+      sets[#sets + 1] = item
+      if amount > 0 then opens[#opens + 1] = ref end
+      w.h = w.h + amount
+      made[ref] = item
+    end
+  end
+  for _, v in ipairs({ status, item, num(w.b), num(w.h), num(w.seq) }) do out[#out + 1] = v end
+end
+if #lines > 0 then
+  redis.call('RPUSH', KEYS[2], unpack(lines))
+  redis.call('HSET', KEYS[3], unpack(sets))
+  if #opens > 0 then redis.call('SADD', KEYS[4], unpack(opens)) end
+  wsave(KEYS[1], w)
+end
+return { w.th, w.as, w.la, out }
+`);
+
+// KEYS: wallet, ledger, holds, open, closed. ARGV: now ms, closed-hold ttl ms, then per close:
+// ref, actual ('' = release everything), note, at, id1, id2.
+// Returns { th, as, la, { status, item, b, h, seq per close } }.
+const CLOSE = lua(WALLET_LIB + `
+local w = wget(KEYS[1])
+local n = (#ARGV - 2) / 6
+local refs = {}
+for i = 1, n do refs[i] = ARGV[2 + (i - 1) * 6 + 1] end
+local ex = redis.call('HMGET', KEYS[3], unpack(refs))
+local out, lines, sets, shut, made = {}, {}, {}, {}, {}
+for i = 1, n do
+  local o = 2 + (i - 1) * 6
+  local ref, note, at = ARGV[o + 1], ARGV[o + 3], ARGV[o + 4]
+  local status, item = 'closed', made[ref] or ex[i]
+  if not item then
+    status, item = 'unknown', ''
+  else
+    local h = hold_parse(item)
+    if h.state ~= 'open' then
+      status = 'duplicate'
+    else
+      local settle = ARGV[o + 2] ~= ''
+      local settled = 0
+      if settle then settled = math.min(math.max(tonumber(ARGV[o + 2]), 0), h.amount) end
+      local released = h.amount - settled
+      local ids = { ARGV[o + 5], ARGV[o + 6] }
+      local k = 0
+      if settle then
+        k = k + 1
+        lines[#lines + 1] = line(w, ids[k], at, 'settle', settled, ref, note)
+      end
+      if (not settle) or released > 0 then
+        k = k + 1
+        lines[#lines + 1] = line(w, ids[k], at, 'release', released, ref, note)
+      end
+      if settle then h.state = 'settled' else h.state = 'released' end
+      h.settled = settled
+      h.released = released
+      item = hold_str(h)
+      sets[#sets + 1] = ref
+      sets[#sets + 1] = item
+      shut[#shut + 1] = ref
+      w.h = w.h - h.amount
+      w.b = w.b - settled
+      made[ref] = item
+    end
+  end
+  for _, v in ipairs({ status, item, num(w.b), num(w.h), num(w.seq) }) do out[#out + 1] = v end
+end
+if #lines > 0 then
+  redis.call('RPUSH', KEYS[2], unpack(lines))
+  redis.call('HSET', KEYS[3], unpack(sets))
+  redis.call('SREM', KEYS[4], unpack(shut))
+  forget(KEYS[3], KEYS[5], shut, tonumber(ARGV[1]), tonumber(ARGV[2]))
+  wsave(KEYS[1], w)
+end
+return { w.th, w.as, w.la, out }
+`);
+
+/** One call's outcome: its status, the hold record ('' when none), the wallet after it (b, h, th, as, la, seq). */
+export interface WalletStep {
+  status: string;
+  item: string;
+  wallet: string[];
+}
+
+/** A hold: ref, amount, note, at, entry id, up to ('1' / '0'). A close: ref, actual ('' = release), note, at, id1, id2. */
+type Args = [string, string, string, string, string, string];
+
+export class WalletBatches {
+  private readonly holds: KeyedBatches<Args, WalletStep>;
+  private readonly closes: KeyedBatches<Args, WalletStep>;
+
+  /** `keys(tenant)`: wallet, ledger, holds, open, closed; `forget()`: now ms and the closed-hold ttl ms. */
+  constructor(client: RedisClient, keys: (tenantId: string) => string[], forget: () => [string, string]) {
+    this.holds = new KeyedBatches(async (tenantId, calls) => steps(await HOLD.run(client, keys(tenantId).slice(0, 4), calls.flat())));
+    this.closes = new KeyedBatches(async (tenantId, calls) => steps(await CLOSE.run(client, keys(tenantId), [...forget(), ...calls.flat()])));
+  }
+
+  hold(tenantId: string, args: Args): Promise<WalletStep> {
+    return this.holds.call(tenantId, args);
+  }
+
+  close(tenantId: string, args: Args): Promise<WalletStep> {
+    return this.closes.call(tenantId, args);
+  }
+}
+
+function steps(reply: unknown): WalletStep[] {
+  const [th, as, la, out] = reply as [string, string, string, string[]];
+  const all: WalletStep[] = [];
+  for (let i = 0; i < out.length; i += 5) all.push({ status: out[i]!, item: out[i + 1]!, wallet: [out[i + 2]!, out[i + 3]!, th, as, la, out[i + 4]!] });
+  return all;
+}

@@ -1,0 +1,63 @@
+// The Lua helpers every wallet script shares (./wallets.ts, ./wallet-batches.ts): the wallet
+// hash read once and written once per script, ledger lines, hold records and the closed-hold
+// retention.
+export const WALLET_LIB = `
+local function wget(W)
+  local v = redis.call('HMGET', W, 'b', 'h', 'th', 'as', 'la', 'seq')
+  return { b = tonumber(v[1] or '0'), h = tonumber(v[2] or '0'), th = v[3] or '', as = v[4] or 'NORMAL', la = v[5] or '', seq = tonumber(v[6] or '0') }
+end
+local function wsave(W, w)
+  redis.call('HSET', W, 'b', num(w.b), 'h', num(w.h), 'seq', num(w.seq), 'as', w.as)
+end
+local function result(status, item, w)
+  return { status, item, num(w.b), num(w.h), w.th, w.as, w.la, num(w.seq) }
+end
+-- The next ledger line (its seq is the wallet's seq after it), not yet written: a script gathers
+-- its lines and writes them with one RPUSH, in seq order.
+local function line(w, id, at, kind, amount, ref, note)
+  w.seq = w.seq + 1
+  return '[' .. cjson.encode(id) .. ',' .. cjson.encode(at) .. ',"' .. kind .. '",' .. num(amount) .. ',' .. cjson.encode(ref) .. ',' .. cjson.encode(note) .. ']'
+end
+local function append(L, w, id, at, kind, amount, ref, note)
+  local e = line(w, id, at, kind, amount, ref, note)
+  redis.call('RPUSH', L, e)
+  return w.seq, e
+end
+local function hold_str(h)
+  return h.state .. '|' .. num(h.amount) .. '|' .. num(h.settled) .. '|' .. num(h.released) .. '|' .. h.charge .. '|' .. num(h.seq) .. '|' .. h.at
+end
+-- Remembers when the closed holds \`refs\` are forgotten ("<forget at ms>|<ref>" appended to the
+-- list C), and forgets (HDEL) up to 10 per ref of the holds already due from its head: each close
+-- adds one and drains up to ten, so the closed holds kept are those of the last ttl ms (plus the
+-- ones of a tenant that stopped closing). A list of short strings costs about a third of a sorted
+-- set's entry (measured: 183 B per chat as a zset). Processes' clocks differ a little, so the list
+-- is ordered only about: a head not yet due holds back the ones behind it, which are then
+-- forgotten late, never early. An open hold is never forgotten (a ref is closed once).
+-- ttl 0: closed holds are kept.
+local function forget(H, C, refs, now, ttl)
+  if ttl <= 0 or #refs == 0 then return end
+  local head = redis.call('LRANGE', C, 0, 10 * #refs - 1)
+  local due = {}
+  for _, e in ipairs(head) do
+    local sep = string.find(e, '|', 1, true)
+    if tonumber(string.sub(e, 1, sep - 1)) > now then break end
+    due[#due + 1] = string.sub(e, sep + 1)
+  end
+  if #due > 0 then
+    redis.call('LTRIM', C, #due, -1)
+    local v = redis.call('HMGET', H, unpack(due))
+    local gone = {}
+    for i, r in ipairs(due) do
+      if v[i] and string.sub(v[i], 1, 5) ~= 'open|' then gone[#gone + 1] = r end
+    end
+    if #gone > 0 then redis.call('HDEL', H, unpack(gone)) end
+  end
+  local add = {}
+  for i, r in ipairs(refs) do add[i] = num(now + ttl) .. '|' .. r end
+  redis.call('RPUSH', C, unpack(add))
+end
+local function hold_parse(s)
+  local st, a, se, re, ch, sq, at = string.match(s, '^(%a+)|(-?%d+)|(-?%d+)|(-?%d+)|(%d)|(%d+)|(.*)$')
+  return { state = st, amount = tonumber(a), settled = tonumber(se), released = tonumber(re), charge = ch, seq = tonumber(sq), at = at }
+end
+`;
