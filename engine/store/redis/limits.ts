@@ -10,6 +10,7 @@
 //                                    overrides; every process reads it a few times a second
 import type { Milli } from '../../util/money.ts';
 import type { AcquireResult, LimitsStore, SpendReservation } from '../../limits/store.ts';
+import { KeyedBatches } from './batch.ts';
 import { Keys, type RedisStoreOptions } from './keys.ts';
 import { lua } from './script.ts';
 
@@ -50,7 +51,7 @@ return { 'reserved', num(s + milli) }
 // KEYS: days. ARGV: day, milli, cutoff day. Post-paid spend keeps no ref (see LimitsStore.recordSpend).
 const RECORD = lua(SPEND_LIB + `
 prune(KEYS[1], ARGV[3])
-redis.call('HSET', KEYS[1], ARGV[1], num(spent(KEYS[1], ARGV[1]) + tonumber(ARGV[2])))
+redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
 return 1
 `);
 
@@ -76,9 +77,22 @@ export class RedisLimitsStore implements LimitsStore {
   private readonly client: RedisStoreOptions['client'];
   private readonly keys: Keys;
 
+  /**
+   * Post-paid spend (a chat's, at every settlement) per tenant and day: amounts recorded while the
+   * previous record is in flight are added up and recorded as one (./batch.ts).
+   */
+  private readonly records: KeyedBatches<{ day: string; milli: Milli }, void>;
+
   constructor(opts: RedisStoreOptions) {
     this.client = opts.client;
     this.keys = new Keys(opts.prefix);
+    this.records = new KeyedBatches<{ day: string; milli: Milli }, void>(async (key, adds) => {
+      const tenantId = key.slice(0, key.lastIndexOf('|'));
+      const day = adds[0]!.day;
+      const milli = adds.reduce((sum, a) => sum + a.milli, 0);
+      await RECORD.run(this.client, [this.k(tenantId, 'spend')], [day, String(milli), cutoff(day)]);
+      return adds.map((): void => undefined);
+    });
   }
 
   async acquireTask(tenantId: string, taskId: string, limit: number | null, now: number): Promise<AcquireResult> {
@@ -112,8 +126,8 @@ export class RedisLimitsStore implements LimitsStore {
     return (await CLOSE.run(this.client, this.spendKeys(tenantId, ref), [String(actual)])) === 1;
   }
 
-  async recordSpend(tenantId: string, day: string, milli: Milli): Promise<void> {
-    await RECORD.run(this.client, [this.k(tenantId, 'spend')], [day, String(milli), cutoff(day)]);
+  recordSpend(tenantId: string, day: string, milli: Milli): Promise<void> {
+    return this.records.call(`${tenantId}|${day}`, { day, milli });
   }
 
   async spent(tenantId: string, day: string): Promise<Milli> {
