@@ -9,10 +9,27 @@ import type { RedisClient } from './keys.ts';
 import { lua } from './script.ts';
 import { WALLET_LIB } from './wallet-lib.ts';
 
+// What both scripts do per call and at the end: the hold record kept (for a later call of the
+// group with the same ref, and for the one HSET), the call's answer, and the lines and records written.
+const BATCH_LIB = WALLET_LIB + `
+local function keep(made, sets, ref, item)
+  sets[#sets + 1] = ref
+  sets[#sets + 1] = item
+  made[ref] = item
+end
+local function answer(out, status, item, w)
+  for _, v in ipairs({ status, item, num(w.b), num(w.h), num(w.seq) }) do out[#out + 1] = v end
+end
+local function write(L, H, lines, sets)
+  redis.call('RPUSH', L, unpack(lines))
+  redis.call('HSET', H, unpack(sets))
+end
+`;
+
 // KEYS: wallet, ledger, holds, open. ARGV: per hold: ref, amount, note, at, entry id, up to ('1':
 // hold min(amount, available), refused only when nothing is available).
 // Returns { th, as, la, { status, item, b, h, seq per hold } }.
-const HOLD = lua(WALLET_LIB + `
+const HOLD = lua(BATCH_LIB + `
 local w = wget(KEYS[1])
 local n = #ARGV / 6
 local refs = {}
@@ -34,18 +51,15 @@ for i = 1, n do
     if status == 'held' then
       lines[#lines + 1] = line(w, ARGV[o + 5], at, 'hold', amount, ref, ARGV[o + 3])
       item = hold_str({ state = 'open', amount = amount, settled = 0, released = 0, charge = '0', seq = w.seq, at = at })
-      sets[#sets + 1] = ref
-      sets[#sets + 1] = item
+      keep(made, sets, ref, item)
       if amount > 0 then opens[#opens + 1] = ref end
       w.h = w.h + amount
-      made[ref] = item
     end
   end
-  for _, v in ipairs({ status, item, num(w.b), num(w.h), num(w.seq) }) do out[#out + 1] = v end
+  answer(out, status, item, w)
 end
 if #lines > 0 then
-  redis.call('RPUSH', KEYS[2], unpack(lines))
-  redis.call('HSET', KEYS[3], unpack(sets))
+  write(KEYS[2], KEYS[3], lines, sets)
   if #opens > 0 then redis.call('SADD', KEYS[4], unpack(opens)) end
   wsave(KEYS[1], w)
 end
@@ -55,7 +69,7 @@ return { w.th, w.as, w.la, out }
 // KEYS: wallet, ledger, holds, open, closed. ARGV: now ms, closed-hold ttl ms, then per close:
 // ref, actual ('' = release everything), note, at, id1, id2.
 // Returns { th, as, la, { status, item, b, h, seq per close } }.
-const CLOSE = lua(WALLET_LIB + `
+const CLOSE = lua(BATCH_LIB + `
 local w = wget(KEYS[1])
 local n = (#ARGV - 2) / 6
 local refs = {}
@@ -91,19 +105,16 @@ for i = 1, n do
       h.settled = settled
       h.released = released
       item = hold_str(h)
-      sets[#sets + 1] = ref
-      sets[#sets + 1] = item
+      keep(made, sets, ref, item)
       shut[#shut + 1] = ref
       w.h = w.h - h.amount
       w.b = w.b - settled
-      made[ref] = item
     end
   end
-  for _, v in ipairs({ status, item, num(w.b), num(w.h), num(w.seq) }) do out[#out + 1] = v end
+  answer(out, status, item, w)
 end
 if #lines > 0 then
-  redis.call('RPUSH', KEYS[2], unpack(lines))
-  redis.call('HSET', KEYS[3], unpack(sets))
+  write(KEYS[2], KEYS[3], lines, sets)
   redis.call('SREM', KEYS[4], unpack(shut))
   forget(KEYS[3], KEYS[5], shut, tonumber(ARGV[1]), tonumber(ARGV[2]))
   wsave(KEYS[1], w)
