@@ -1,7 +1,9 @@
 // Same-run comparison of checkouts: `npx node bench/compare.ts <mode> <tree> <tree>...`
 //   mode: chat (sync completions), stream (streamed completions) or create (model D creates)
 //   tree: a checkout with its node_modules (e.g. `git worktree add --detach /tmp/before <commit>
-//         && (cd /tmp/before && npm ci)`); the first is the reference of the ratio column.
+//         && (cd /tmp/before && npm ci)`); the first is the reference of the ratio column. A tree
+//         may carry its gateway's environment after `+`: `/tmp/before+MALLOC_ARENA_MAX=2` measures
+//         a setting against the same tree without it (`/tmp/before` twice gives the noise).
 //
 // Why: this VM's speed swings twofold within minutes, so two benchmarks of two trees run one after
 // the other compare two machines. Here every tree's gateway (its own bench/chat-gateway.ts or
@@ -39,15 +41,17 @@ const PROFILE_DIR = process.env.COMPARE_CPU_PROF;
 spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
 
 /** bench/<file> of `tree`, pinned to `core`; resolves with its first IPC message (its URL, key). */
-function start(tree: string, file: string, core: number, env: Record<string, string>, nice = 0): Promise<{ child: ChildProcess; msg: { url: string; key: string } }> {
+function start(treeArg: string, file: string, core: number, env: Record<string, string>, nice = 0): Promise<{ child: ChildProcess; msg: { url: string; key: string } }> {
+  const [tree, ...settings] = treeArg.split('+') as [string, ...string[]];
+  const own = Object.fromEntries(settings.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
   // A profile is written at exit; a gateway whose close outlasts 3 s is made to exit (any tree's bench).
   const exitOnStop = "process.on('message', (m) => m?.cmd === 'stop' && setTimeout(() => process.exit(0), 3000).unref())";
   const prof = PROFILE_DIR && file !== 'stub-upstream.ts' && file !== 'chat-upstream.ts'
-    ? ['--cpu-prof', `--cpu-prof-dir=${resolve(PROFILE_DIR, tree.replace(/\W+/g, '_'))}`, `--import=data:text/javascript,${encodeURIComponent(exitOnStop)}`]
+    ? ['--cpu-prof', `--cpu-prof-dir=${resolve(PROFILE_DIR, treeArg.replace(/\W+/g, '_'))}`, `--import=data:text/javascript,${encodeURIComponent(exitOnStop)}`]
     : [];
   const child = spawn('taskset', ['-c', String(core), 'nice', '-n', String(nice), process.execPath, ...prof, resolve(tree, 'bench', file)], {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...own, ...env },
   });
   return new Promise((ok, fail) => {
     child.once('exit', (code) => fail(new Error(`${tree}/bench/${file} exited with ${code}`)));
@@ -63,7 +67,8 @@ const cpuOf = (child: ChildProcess) => new Promise<number>((ok) => {
 
 // The upstream stand-in (the first tree's): chat's answers at once; create's stub at nice 10, as
 // the remote peer it stands for, finishing each task at its first poll.
-const upstream = chat ? await start(trees[0]!, 'chat-upstream.ts', 1, {}) : await start(trees[0]!, 'stub-upstream.ts', 1, {}, 10);
+const reference = trees[0]!.split('+')[0]!;
+const upstream = chat ? await start(reference, 'chat-upstream.ts', 1, {}) : await start(reference, 'stub-upstream.ts', 1, {}, 10);
 const gateways: Array<{ child: ChildProcess; msg: { url: string; key: string } }> = [];
 for (const tree of trees) {
   gateways.push(chat
