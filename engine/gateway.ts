@@ -1,6 +1,7 @@
 // Composition root: config → descriptors → stores → services → HTTP. Used by the CLI
 // (`serve`) and by tests, which start real listening gateways on loopback.
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
+import { createServer } from './util/node-http.ts';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config/types.ts';

@@ -1,20 +1,6 @@
 // Operator commands as a client of the admin API (GATEWAY_ADMIN_TOKEN, GATEWAY_URL).
 import { parseArgs } from 'node:util';
-
-export const ADMIN_USAGE = `
-  tenant create --name NAME [--requires-live]
-  tenant list
-  key create --tenant TENANT_ID [--scopes '*'|vendor:create,...] [--mode live|test] [--ttl SECONDS] [--name NAME]
-  key list --tenant TENANT_ID
-  key revoke KEY_ID
-  wallet topup --tenant TENANT_ID --credits 100.00 [--ref PAYMENT_ID]
-  wallet show --tenant TENANT_ID
-  wallet ledger --tenant TENANT_ID [--limit 50]
-  wallet threshold --tenant TENANT_ID --credits 500.00|default
-  limits show --tenant TENANT_ID
-  limits set --tenant TENANT_ID --json '{"concurrent_tasks": 50, "rate": {"key": {"per_second": 100}}}'
-  (operator commands call the admin API: GATEWAY_URL, default http://127.0.0.1:$PORT or :8080,
-   authenticated with GATEWAY_ADMIN_TOKEN)`;
+import { ADMIN_USAGE } from './usage.ts';
 
 export async function adminCommand(noun: string, args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({

@@ -6,12 +6,6 @@ import { runChecks } from '../tooling/checks.ts';
 import { formatFinding, githubAnnotation } from '../tooling/findings.ts';
 import { print } from './tools.ts';
 
-export const CHECK_USAGE = `  check [paths...] [--config FILE] [--format text|json|github] [--strict]
-                                        validate config, descriptors and fixtures without serving;
-                                        paths: descriptor files, folders, fixture files (default:
-                                        the config's vendors folder). Exit 1 on any error
-                                        (--strict: on warnings too)`;
-
 export async function checkCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,

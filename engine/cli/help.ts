@@ -1,9 +1,6 @@
 // `--help` (or `-h`) on any command or sub-command: the entries of the usage text for it, e.g.
 // `gateway check --help`, `gateway key --help` (every key command), `gateway key create --help`.
-import { ADMIN_USAGE } from './admin-client.ts';
-import { CHECK_USAGE } from './check.ts';
-import { SERVE_USAGE } from './serve.ts';
-import { TOOLS_USAGE } from './tools.ts';
+import { ADMIN_USAGE, CHECK_USAGE, SERVE_USAGE, TOOLS_USAGE } from './usage.ts';
 
 /** Every command's usage: `gateway --help`. */
 export const USAGE = `usage: gateway <command> [options]

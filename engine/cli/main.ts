@@ -2,13 +2,12 @@
 // The `gateway` command. `serve` runs the gateway in the foreground (logs to stdout, SIGTERM
 // drains and stops). The operator commands are clients of the admin API, so they work the
 // same whatever the store: they need GATEWAY_ADMIN_TOKEN and the gateway's URL.
-import { adminCommand } from './admin-client.ts';
-import { checkCommand } from './check.ts';
-import { diffCommand, newVendorCommand, openapiCommand, routesCommand } from './tools.ts';
-import { flushed, serve } from './serve.ts';
+//
+// Each command's module is imported when that command runs: `serve` is a long-lived process, and
+// what it imported for the operator commands (the checks, the diff, the scaffolds, the OpenAPI
+// builder, with their dependencies) would stay in its memory for nothing (docs/performance.md).
+import { flushed } from './flushed.ts';
 import { helpFor, USAGE, wantsHelp } from './help.ts';
-
-
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -21,22 +20,22 @@ async function main(argv: string[]): Promise<number> {
   }
   switch (command) {
     case 'serve':
-      return serve(rest);
+      return (await import('./serve.ts')).serve(rest);
     case 'check':
-      return checkCommand(rest);
+      return (await import('./check.ts')).checkCommand(rest);
     case 'routes':
-      return routesCommand(rest);
+      return (await import('./tools.ts')).routesCommand(rest);
     case 'diff':
-      return diffCommand(rest);
+      return (await import('./tools.ts')).diffCommand(rest);
     case 'openapi':
-      return openapiCommand(rest);
+      return (await import('./tools.ts')).openapiCommand(rest);
     case 'new-vendor':
-      return newVendorCommand(rest);
+      return (await import('./tools.ts')).newVendorCommand(rest);
     case 'tenant':
     case 'key':
     case 'wallet':
     case 'limits':
-      return adminCommand(command, rest);
+      return (await import('./admin-client.ts')).adminCommand(command, rest);
     case 'help': {
       // `gateway help <command> [sub-command]`, as `gateway <command> --help`.
       const help = rest[0] ? helpFor(USAGE, rest[0], rest.slice(1)) : undefined;

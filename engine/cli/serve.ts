@@ -9,14 +9,11 @@ import { formatProblem, LoadError } from '../config/yaml-source.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import type { Gateway, GatewayOptions } from '../gateway.ts';
 import { compactHeap } from '../util/heap.ts';
+import { flushed } from './flushed.ts';
 import { createLogger } from '../log/logger.ts';
 import type { Role } from '../stores.ts';
 import { runPrimary } from '../cluster/primary.ts';
 import { joinCluster, siblingsReady, workerSlot } from '../cluster/worker.ts';
-
-export const SERVE_USAGE = `  serve [--config config.yaml] [--role all|api|worker] [--workers N|auto]
-                                        run the gateway in the foreground (roles and --workers need the
-                                        redis store; --workers auto: one process per core it may use)`;
 
 /** How long past server.shutdown_grace_ms a stuck shutdown is waited for before exiting. */
 const SHUTDOWN_OVERRUN_MS = 2000;
@@ -109,6 +106,3 @@ async function serveOne(config: GatewayConfig, opts: GatewayOptions, started?: (
   });
   return 0;
 }
-
-/** Pipes are asynchronous: let what was written reach the reader before exiting. */
-export const flushed = () => Promise.all([process.stdout, process.stderr].map((s) => new Promise<void>((done) => s.write('', () => done()))));

@@ -17,19 +17,6 @@ import { SCAFFOLD_STYLES, ScaffoldError, scaffoldVendor, type ScaffoldStyle } fr
 import { folderSet, openSet, SourceError, type DescriptorSet } from '../tooling/sources.ts';
 import { enableVendor } from '../tooling/enable-vendor.ts';
 
-export const TOOLS_USAGE = `  routes [source] [--config FILE] [--format text|markdown|json]
-                                        the route table: method, path, kind, vendor, success
-                                        status, price (source: a folder or git ref; default the
-                                        config's vendors folder)
-  diff <old> [new] [--config FILE] [--format markdown|text|json] [--fail-on breaking,...|none] [--out FILE]
-                                        what changed for API clients and billing between two
-                                        folders or a git ref and the working tree (default new);
-                                        exit 1 on the --fail-on classes (default breaking)
-  openapi [--config FILE] [--out FILE] [--server-url URL]
-                                        the OpenAPI 3.1 document of the descriptors
-  new-vendor <name> --style async|sync|stream [--config FILE] [--dir DIR] [--force]
-                                        scaffold a descriptor and fixtures that pass check`;
-
 /** The config file named by --config, else GATEWAY_CONFIG, else ./config.yaml. */
 const configFileOf = (path: string | undefined) => resolve(path ?? process.env.GATEWAY_CONFIG ?? 'config.yaml');
 

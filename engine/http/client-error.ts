@@ -10,7 +10,8 @@
 //  - CONNECT ('connect'): the gateway is not a proxy.
 //  - An `Expect` other than 100-continue ('checkExpectation'): 417.
 //  - An HTTP/1.1 request without Host (RFC 9112 §3.2): 400, see refuseWithoutHost.
-import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { STATUS_CODES } from '../util/node-http.ts';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { ErrorName } from '../errors/catalogue.ts';

@@ -1,7 +1,8 @@
 // GET /metrics (Prometheus text format): on its own listener (metrics.host:port, loopback by
 // default, so scrapes never share the tenant-facing port or its access log), and on the main
 // port only behind metrics.token. One handler serves both.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from '../util/node-http.ts';
 import type { AddressInfo } from 'node:net';
 import { sameSecret } from '../util/secrets.ts';
 import { GatewayError } from '../errors/gateway-error.ts';

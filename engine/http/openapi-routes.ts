@@ -6,7 +6,6 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import express, { type Router } from 'express';
 import type { VendorPlan } from '../descriptors/compile.ts';
-import { buildOpenApi } from '../docs/openapi.ts';
 
 const ASSETS = ['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js', 'favicon-32x32.png', 'favicon-16x16.png'];
 
@@ -41,8 +40,10 @@ const INIT = `window.ui = SwaggerUIBundle({
 export function openapiRouter(vendors: readonly VendorPlan[]): Router {
   const router = express.Router();
   let body: string | undefined;
-  router.get('/openapi.json', (_req, res) => {
-    body ??= JSON.stringify(buildOpenApi(vendors.map((v) => v.loaded.descriptor)));
+  router.get('/openapi.json', async (_req, res) => {
+    // The document's builder is imported by the first request for it: a gateway nobody asks for
+    // its document does not hold the builder's modules (docs/performance.md, Memory).
+    body ??= JSON.stringify((await import('../docs/openapi.ts')).buildOpenApi(vendors.map((v) => v.loaded.descriptor)));
     res.type('application/json').set('cache-control', 'no-cache').send(body);
   });
   const csp = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'";

@@ -6,7 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import {
   ATTR_CLIENT_ADDRESS, ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_HTTP_ROUTE, ATTR_NETWORK_PROTOCOL_VERSION,
   ATTR_SERVER_ADDRESS, ATTR_URL_PATH, ATTR_URL_SCHEME, ATTR_USER_AGENT_ORIGINAL,
-} from '@opentelemetry/semantic-conventions';
+} from '../tracing/attributes.ts';
 import { SpanKind, SpanStatusCode, startSpan, traceparentOf, type Span } from '../tracing/tracing.ts';
 import { randomHex } from '../util/ids.ts';
 

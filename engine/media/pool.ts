@@ -6,7 +6,7 @@
 // Configure with configureMedia() or the environment: GATEWAY_MEDIA_DECODE=pool|inline,
 // GATEWAY_MEDIA_THREADS=<n>.
 import { availableParallelism } from 'node:os';
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 import { esmWorker } from '../util/esm-worker.ts';
 import { JsonBodyError, parseJsonBytes } from '../util/json-body.ts';
 import type { MediaRule } from './checks.ts';
@@ -48,7 +48,9 @@ export function mediaOptions(): Readonly<MediaOptions> {
   return options;
 }
 
-function thePool(): Piscina {
+/** Piscina is imported with the first body the pool parses: a gateway that never gets one does not hold it. */
+async function thePool(): Promise<Piscina> {
+  const { Piscina } = await import('piscina');
   pool ??= new Piscina({
     ...esmWorker(new URL('./worker.ts', import.meta.url)),
     minThreads: 1,
@@ -81,7 +83,7 @@ export async function parseMediaBody(bytes: Uint8Array, length: number, rules: r
   // Transfer, not copy: the caller gives up `bytes`.
   const buffer = bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength ? (bytes.buffer as ArrayBuffer) : bytes.slice(0, length).buffer;
   const task: ParseTask = { bytes: buffer, length, rules: [...rules], blobMinChars: options.blobMinChars };
-  const outcome = (await thePool().run(task, { transferList: [buffer] })) as ParseOutcome;
+  const outcome = (await (await thePool()).run(task, { transferList: [buffer] })) as ParseOutcome;
   // The worker hands the body's buffer back (transferred): it serves the next large body.
   if (outcome.spare) recycleBodyBuffer(outcome.spare);
   if (!outcome.ok) throw new JsonBodyError(outcome.detail, outcome.tooDeep);

@@ -9,7 +9,7 @@ import type { Dispatcher } from 'undici';
 import type { ProxyRoutePlan, ProxyTarget } from '../descriptors/proxy-route.ts';
 import { UpstreamFailure } from '../upstream/failure.ts';
 import { classifyNetworkError } from '../upstream/network-error.ts';
-import { ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVER_ADDRESS, ATTR_URL_FULL } from '@opentelemetry/semantic-conventions';
+import { ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVER_ADDRESS, ATTR_URL_FULL } from '../tracing/attributes.ts';
 import { failSpan, SpanKind, SpanStatusCode, startSpan, traceparentOf, tracing, type Span } from '../tracing/tracing.ts';
 import { SseTap } from './sse-tap.ts';
 

@@ -28,7 +28,8 @@
 // has succeeded, and before that with `not_ready` (default: HTTP 400).
 // A descriptor's `sandbox.reject` rules play the upstream's own validation: a matching submit
 // is refused with HTTP 400 (the `rejected` fixture, with {{message}}, when the route has one).
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from '../util/node-http.ts';
 import type { AddressInfo } from 'node:net';
 import { compileExpr, type CompiledExpr } from '../util/expr.ts';
 import { fillFixture, fixtureAnswer, fixtureVars } from './fixtures.ts';

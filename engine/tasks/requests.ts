@@ -1,7 +1,7 @@
 // What a tenant asks of the async routes, after the HTTP edge has read the request and
 // authenticated the caller: create a task (idempotently), read one back, cancel one. The HTTP
 // handlers (engine/http/data-plane.ts) only translate between these and the wire.
-import { ATTR_DB_OPERATION_NAME } from '@opentelemetry/semantic-conventions';
+import { ATTR_DB_OPERATION_NAME } from '../tracing/attributes.ts';
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
 import { GatewayError } from '../errors/gateway-error.ts';
 import type { IdempotencyService } from '../idempotency/service.ts';

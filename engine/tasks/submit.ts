@@ -5,7 +5,7 @@
 // A create refused after it may have written something is withdrawn (now, or once the store
 // answers again); a submission lost with its process is re-driven by the sweep.
 import { randomBytes } from 'node:crypto';
-import { ATTR_DB_OPERATION_NAME } from '@opentelemetry/semantic-conventions';
+import { ATTR_DB_OPERATION_NAME } from '../tracing/attributes.ts';
 import type { AsyncRoutePlan } from '../descriptors/compile.ts';
 import { GatewayError, isDependencyUnavailable } from '../errors/gateway-error.ts';
 import { TASK_EVENTS } from '../events/types.ts';

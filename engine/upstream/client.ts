@@ -8,7 +8,7 @@ import type { AuthPlugin } from './auth-schemes.ts';
 import { UpstreamFailure, type UpstreamStage } from './failure.ts';
 import { classifyNetworkError } from './network-error.ts';
 import { deadline } from '../util/deadline.ts';
-import { ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_URL_FULL } from '@opentelemetry/semantic-conventions';
+import { ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_URL_FULL } from '../tracing/attributes.ts';
 import { failSpan, SpanKind, SpanStatusCode, startSpan, traceparentOf, tracing, type Span } from '../tracing/tracing.ts';
 import { statusClass, upstreamDuration, upstreamErrors, upstreamRequests } from '../metrics/metrics.ts';
 

@@ -2,7 +2,12 @@
 // descriptor is compiled. Literals and plain dotted paths (`output.task_id`, `size`), the most
 // common shapes, are answered synchronously without JSONata's per-node promises; everything
 // else, and any path that meets an array (JSONata's sequences), is JSONata's to answer.
-import jsonata from 'jsonata';
+import { createRequire } from 'node:module';
+
+// Required, not imported: jsonata is one CommonJS file (299 KB, held as 598 KB of UTF-16 text),
+// and an ESM import of a CommonJS module keeps a second copy of its source for the life of the
+// process (0.57 MB of heap; docs/performance.md, Memory).
+const jsonata = createRequire(import.meta.url)('jsonata') as typeof import('jsonata');
 
 export interface CompiledExpr {
   readonly source: string;

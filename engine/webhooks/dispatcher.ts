@@ -24,7 +24,7 @@ import { buildTestEvent } from './test-event.ts';
 import type { SendPool } from './pool.ts';
 import type { SendResult } from './sender.ts';
 import type { AttemptOutcome, DeliveryRecord, EndpointRecord, WebhookStore } from './store.ts';
-import { ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVER_ADDRESS, ATTR_URL_FULL } from '@opentelemetry/semantic-conventions';
+import { ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVER_ADDRESS, ATTR_URL_FULL } from '../tracing/attributes.ts';
 import { activeSpan, SpanKind, SpanStatusCode, startSpan, traceparentOf, tracing, type Span } from '../tracing/tracing.ts';
 import { webhookAttempts, webhookEndpointsDisabled, webhookFailures, webhookLatency } from '../metrics/metrics.ts';
 

@@ -1,7 +1,7 @@
 // The pool that runs delivery attempts. Production uses Piscina worker threads; an
 // in-process variant exists for tools and tests that do not want threads.
 import { readFileSync } from 'node:fs';
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 import { esmWorker } from '../util/esm-worker.ts';
 import type { WebhookConfig } from './config.ts';
 import { scaled } from './config.ts';
@@ -27,27 +27,28 @@ export function senderOptions(config: WebhookConfig): SenderOptions {
 
 /**
  * Worker threads; close with `pool.destroy()` after the scheduler is closed. The threads start
- * with the first delivery: each one is an isolate of its own (about 25 MB of RSS) that a gateway
- * with no webhook endpoint would hold for nothing.
+ * with the first delivery, and Piscina itself is imported then: each thread is an isolate of its
+ * own (about 25 MB of RSS), and Piscina about 1 MB of heap, that a gateway with no webhook
+ * endpoint would hold for nothing.
  */
 export function createSendPool(config: WebhookConfig): SendPool {
-  let pool: Piscina<SendTask, SendResult> | undefined;
+  let pool: Promise<Piscina<SendTask, SendResult>> | undefined;
   let destroyed = false;
   return {
     run: (task) => {
       if (destroyed) return Promise.reject(new Error('the webhook send pool is closed'));
-      pool ??= new Piscina<SendTask, SendResult>({
+      pool ??= import('piscina').then(({ Piscina }) => new Piscina<SendTask, SendResult>({
         ...esmWorker(new URL('./worker.ts', import.meta.url), senderOptions(config)),
         minThreads: 1,
         maxThreads: config.pool_max_threads,
         // Attempts wait on the network, not the CPU: let each thread keep many in flight.
         concurrentTasksPerWorker: config.pool_concurrency_per_thread,
-      });
-      return pool.run(task);
+      }));
+      return pool.then((p) => p.run(task));
     },
     destroy: async () => {
       destroyed = true;
-      await pool?.destroy();
+      await (await pool)?.destroy();
     },
   };
 }
