@@ -5,7 +5,7 @@
 import { request } from 'node:http';
 import { expect } from 'chai';
 import OpenAI from 'openai';
-import { chatRig, rawPost, type ChatRig } from './rig.ts';
+import { chatRig, rawPost, useChatRig, type ChatRig } from './rig.ts';
 
 async function until(cond: () => boolean | Promise<boolean>, ms = 3000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -18,13 +18,7 @@ async function until(cond: () => boolean | Promise<boolean>, ms = 3000): Promise
 const settles = async (r: ChatRig) => (await r.gw.billing.listLedger(r.tenantId, { limit: 200 })).entries.filter((e) => e.kind === 'settle');
 
 describe('chat: disconnects', () => {
-  let r: ChatRig;
-  beforeEach(async () => {
-    r = await chatRig();
-  });
-  afterEach(async () => {
-    await r.close();
-  });
+  const r = useChatRig({ each: true });
 
   it('a client leaving mid-stream aborts the upstream request (and is billed what was relayed)', async () => {
     const controller = new AbortController();
@@ -96,13 +90,7 @@ describe('chat: disconnects', () => {
 });
 
 describe('chat: upstream errors', () => {
-  let r: ChatRig;
-  before(async () => {
-    r = await chatRig({ upstreamTimeoutMs: 250 });
-  });
-  after(async () => {
-    await r.close();
-  });
+  const r = useChatRig({ upstreamTimeoutMs: 250 });
   type ApiError = InstanceType<typeof OpenAI.APIError>;
   const ask = (content: string, client = r.client): Promise<ApiError> =>
     client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content }] }).then(

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { newTenant } from '../helpers/gateway.ts';
-import { chatRig, type ChatRig } from './rig.ts';
+import { useChatRig, type ChatRig } from './rig.ts';
 
 // FAKE_USAGE: 1000 prompt tokens (200 cached), 500 completion tokens. gpt-4o: input 2.50,
 // cached 1.25, output 10.00 USD per 1M → 800 x 2.5 + 200 x 1.25 + 500 x 10 = 7250 µUSD
@@ -27,13 +27,7 @@ async function settled(r: ChatRig, n: number, tenantId = r.tenantId) {
 }
 
 describe('chat: billing by tokens', () => {
-  let r: ChatRig;
-  beforeEach(async () => {
-    r = await chatRig({ credits: 1000 });
-  });
-  afterEach(async () => {
-    await r.close();
-  });
+  const r = useChatRig({ credits: 1000, each: true });
 
   it('charges a sync completion its reported usage at the model\'s prices, once', async () => {
     await r.client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
@@ -112,13 +106,7 @@ describe('chat: billing by tokens', () => {
 });
 
 describe('chat: rate and spend limits', () => {
-  let r: ChatRig;
-  before(async () => {
-    r = await chatRig({ credits: 1000, yaml: 'limits: { rate: { key: { per_second: null, per_minute: 3, per_day: null }, model: { per_second: null, per_minute: 1000, per_day: null } }, daily_spend_credits: "0.5" }' });
-  });
-  after(async () => {
-    await r.close();
-  });
+  const r = useChatRig({ credits: 1000, yaml: 'limits: { rate: { key: { per_second: null, per_minute: 3, per_day: null }, model: { per_second: null, per_minute: 1000, per_day: null } }, daily_spend_credits: "0.5" }' });
 
   it('applies the daily spend limit to post-paid chat (429 / 1005 once reached)', async () => {
     await r.client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });

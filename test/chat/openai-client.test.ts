@@ -3,17 +3,11 @@
 // or keeps on the way (Traceparent, Server-Timing, the upstream's bytes unchanged).
 import { expect } from 'chai';
 import OpenAI from 'openai';
-import { chatRig, type ChatRig } from './rig.ts';
+import { useChatRig } from './rig.ts';
 import { FAKE_USAGE, WORDS } from './fake-openai.ts';
 
 describe('chat: the openai client through the gateway', () => {
-  let r: ChatRig;
-  before(async () => {
-    r = await chatRig();
-  });
-  after(async () => {
-    await r.close();
-  });
+  const r = useChatRig();
 
   it('chat.completions.create (sync) returns the upstream completion, and the upstream got the request as sent', async () => {
     const { data, response } = await r.client.chat.completions

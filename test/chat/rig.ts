@@ -21,7 +21,22 @@ export interface ChatRig {
   close(): Promise<void>;
 }
 
-export async function chatRig(o: TestGatewayOptions & { credits?: number; upstreamTimeoutMs?: number } = {}): Promise<ChatRig> {
+export type ChatRigOptions = TestGatewayOptions & { credits?: number; upstreamTimeoutMs?: number };
+
+/**
+ * The rig of the calling `describe`: made before its tests (before each test with `each: true`)
+ * and closed after them, the set-up every chat suite shares. The object returned is filled in
+ * when the rig is made, so the tests read it as the rig itself.
+ */
+export function useChatRig(o: ChatRigOptions & { each?: boolean } = {}): ChatRig {
+  const { each, ...options } = o;
+  const rig = {} as ChatRig;
+  (each ? beforeEach : before)(async () => void Object.assign(rig, await chatRig(options)));
+  (each ? afterEach : after)(() => rig.close());
+  return rig;
+}
+
+export async function chatRig(o: ChatRigOptions = {}): Promise<ChatRig> {
   const dir = mkdtempSync(join(tmpdir(), 'chat-vendors-'));
   cpSync(join(ROOT, 'vendors', 'provider_c.yaml'), join(dir, 'provider_c.yaml'));
   cpSync(join(ROOT, 'vendors', 'provider_c'), join(dir, 'provider_c'), { recursive: true });

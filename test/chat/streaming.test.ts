@@ -2,17 +2,11 @@
 // intermediary buffering and compression, and the upstream request asks for usage in the last
 // chunk — changing the client's bytes only as much as that needs.
 import { expect } from 'chai';
-import { chatRig, rawPost, type ChatRig } from './rig.ts';
+import { rawPost, useChatRig } from './rig.ts';
 import { WORDS } from './fake-openai.ts';
 
 describe('chat: streaming', () => {
-  let r: ChatRig;
-  before(async () => {
-    r = await chatRig();
-  });
-  after(async () => {
-    await r.close();
-  });
+  const r = useChatRig();
 
   it('delivers chunks to the client while the upstream still holds the stream open', async () => {
     const stream = await r.client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello [hold]' }], stream: true });

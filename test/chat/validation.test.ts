@@ -2,7 +2,7 @@
 // the pointer of the offending field — and no upstream call for a refused request.
 import { expect } from 'chai';
 import { connect } from 'node:net';
-import { chatRig, rawPost, type ChatRig } from './rig.ts';
+import { rawPost, useChatRig } from './rig.ts';
 
 const base = () => ({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] as unknown[] });
 const metadata = (n: number, key = (i: number) => `k${i}`, value = (i: number): unknown => `v${i}`) => Object.fromEntries(Array.from({ length: n }, (_, i) => [key(i), value(i)]));
@@ -107,13 +107,7 @@ const ACCEPTED: [string, Record<string, unknown>][] = [
 ];
 
 describe('chat: request validation', () => {
-  let r: ChatRig;
-  before(async () => {
-    r = await chatRig();
-  });
-  after(async () => {
-    await r.close();
-  });
+  const r = useChatRig();
 
   for (const [name, body, code, pointer] of REFUSED) {
     it(`refuses ${name}: ${code === 2005 ? 404 : 400} / ${code} at ${pointer || '(body)'}`, async () => {
