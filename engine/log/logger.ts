@@ -24,6 +24,11 @@ const isoTimestamp = () => `,"time":"${isoAt(Date.now())}"`;
  * write costs more than it saves, and at exit an in-flight asynchronous write could land after
  * the lines flushed behind it. Held lines are flushed at exit; a kill -9 loses at most FLUSH_MS of
  * lines. One destination for the process, shared by every logger writing to stdout.
+ *
+ * Each line is handed over as bytes (sonic-boom's buffer mode): in its text mode every write
+ * appends to one held string and measures that string's UTF-8 length again (Buffer.byteLength,
+ * flattening it), so a line cost a scan of the whole pending batch: 12 µs a line at 64 KB
+ * against 0.4–1.2 µs as bytes (a 426-byte access line, 200,000 lines to /dev/null).
  */
 const FLUSH_MS = 10;
 const MIN_BATCH_BYTES = 64 * 1024;
@@ -32,11 +37,11 @@ let stdout: pino.DestinationStream | undefined;
 
 function batchedStdout(): pino.DestinationStream {
   if (stdout) return stdout;
-  const destination = pino.destination({ dest: 1, sync: true, minLength: MIN_BATCH_BYTES, maxWrite: MAX_WRITE_BYTES, periodicFlush: FLUSH_MS });
+  const boom = pino.destination({ dest: 1, sync: true, minLength: MIN_BATCH_BYTES, maxWrite: MAX_WRITE_BYTES, periodicFlush: FLUSH_MS, contentMode: 'buffer' });
   // pino registers its exit flush for asynchronous destinations only.
-  process.once('exit', () => destination.flushSync());
-  stdout = destination;
-  return destination;
+  process.once('exit', () => boom.flushSync());
+  stdout = { write: (line: string) => boom.write(Buffer.from(line) as unknown as string) };
+  return stdout;
 }
 
 /**
