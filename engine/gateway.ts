@@ -223,7 +223,8 @@ async function startFoundation(config: GatewayConfig, role: Role, clock: Clock, 
     // Once a second at most per kind of failure, with a count: when the store refuses writes,
     // every job fails the same way (engine/log/throttle.ts).
     const failures = throttled(logger);
-    stores = await createStores(config, role, (queue, jobId, err) => failures.error({ err, queue, job_id: jobId }, 'job failed'), (err) => failures.warn({ err }, 'redis connection trouble; reconnecting'));
+    const longestTaskMs = Math.max(0, ...vendors.flatMap((v) => v.routes.map((r) => (r.kind === 'async' ? r.maxExecutionMs : 0))));
+    stores = await createStores(config, role, (queue, jobId, err) => failures.error({ err, queue, job_id: jobId }, 'job failed'), (err) => failures.warn({ err }, 'redis connection trouble; reconnecting'), longestTaskMs);
   } catch (err) {
     // Nothing half-started stays behind a failed start.
     await sandbox?.close();

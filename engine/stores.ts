@@ -23,14 +23,20 @@ import { LocalResultFiles } from './store/files/result-files.ts';
 export type Role = 'all' | 'api' | 'worker';
 
 
-export async function createStores(config: GatewayConfig, role: Role, onJobError: JobErrorReporter, onConnectionError: (err: Error) => void = () => {}): Promise<Stores> {
+/**
+ * `longestTaskMs`: the longest any route lets a task run (its max execution); a finished task's
+ * entry in its tenant's index (Redis) is kept this long past the retention, plus the sweep's slack.
+ */
+export async function createStores(config: GatewayConfig, role: Role, onJobError: JobErrorReporter, onConnectionError: (err: Error) => void = () => {}, longestTaskMs?: number): Promise<Stores> {
   // Finished tasks are forgotten after the retention period (not scaled: it is wall-clock policy).
   const finishedTtlMs = Math.round(config.store.task_retention_hours * 3_600_000);
   if (config.store.kind === 'memory') {
     if (role !== 'all') throw new Error(`--role ${role} needs store.kind redis: with the memory store one process does everything`);
     return memoryStores(config, finishedTtlMs, onJobError);
   }
-  return redisStores(config, role, finishedTtlMs, onJobError, onConnectionError);
+  const t = config.timing;
+  const indexMarginMs = longestTaskMs === undefined ? undefined : Math.round(longestTaskMs + 2 * (t.sweep_interval_ms + t.sweep_grace_ms) * t.scale);
+  return redisStores(config, role, { finishedTtlMs, indexMarginMs }, onJobError, onConnectionError);
 }
 
 function memoryStores(config: GatewayConfig, finishedTtlMs: number, onJobError: JobErrorReporter): Stores {
@@ -51,7 +57,7 @@ function memoryStores(config: GatewayConfig, finishedTtlMs: number, onJobError: 
   };
 }
 
-async function redisStores(config: GatewayConfig, role: Role, finishedTtlMs: number, onJobError: JobErrorReporter, onConnectionError: (err: Error) => void): Promise<Stores> {
+async function redisStores(config: GatewayConfig, role: Role, taskTtls: { finishedTtlMs: number; indexMarginMs?: number }, onJobError: JobErrorReporter, onConnectionError: (err: Error) => void): Promise<Stores> {
   // The Redis adapters (ioredis, BullMQ, rate-limiter-flexible) are loaded only for this store:
   // with the memory store their code would hold about 10 MB of heap for nothing.
   const [{ RedisBreakerStore }, { BullJobScheduler }, { failFastClient, jobWorkerCluster, pingAll, probeWrites }, {
@@ -95,11 +101,11 @@ async function redisStores(config: GatewayConfig, role: Role, finishedTtlMs: num
     onError: onJobError,
   });
   return {
-    tasks: new RedisTaskStore({ ...o, finishedTtlMs }),
+    tasks: new RedisTaskStore({ ...o, ...taskTtls }),
     tenants: new RedisTenantStore({ ...o, changes: directory }),
     sessions: new RedisSessionStore({ ...o, maxLifetimeMs: SESSION_LIFETIME_CAP_MS }),
     wallets: new RedisWalletStore({ ...o, closedHoldTtlMs: Math.round(config.store.hold_retention_hours * 3_600_000) }),
-    limits: new RedisLimitsStore(o),
+    limits: new RedisLimitsStore({ ...o, finalRefTtlMs: Math.round(config.store.hold_retention_hours * 3_600_000) }),
     idempotency: new RedisIdempotencyStore(o),
     webhooks: new RedisWebhookStore(o),
     media: new RedisMediaStore(o),

@@ -4,7 +4,9 @@
 //   <p>{t:<id>}:spend         hash   "YYYY-MM-DD" -> milli-credits spent that UTC day; days more
 //                                    than RETAIN_DAYS before the day being written are dropped
 //   <p>{t:<id>}:spend:<ref>   string "day|amount|final(0/1)", TTL REF_TTL_S: a late duplicate of
-//                                    a hold's ref is recognised for at least RETAIN_DAYS + 1 days
+//                                    a hold's ref is recognised for at least RETAIN_DAYS + 1 days;
+//                                    once final, only as long as the wallet remembers the closed
+//                                    hold (finalRefTtlMs, store.hold_retention_hours) when shorter
 //                                    (post-paid spend, a chat request's, keeps none)
 //   <p>limits:overrides-version string   a counter bumped on every change of a tenant's limit
 //                                    overrides; every process reads it a few times a second
@@ -55,7 +57,8 @@ redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
 return 1
 `);
 
-// KEYS: days, ref. ARGV: actual ('' = cancel: undo the whole reservation and forget the ref).
+// KEYS: days, ref. ARGV: actual ('' = cancel: undo the whole reservation and forget the ref),
+// ttl ms of the final record ('' = keep its TTL).
 const CLOSE = lua(SPEND_LIB + `
 local r = redis.call('GET', KEYS[2])
 if not r then return 0 end
@@ -69,13 +72,27 @@ if ARGV[1] == '' then
 end
 local kept = math.min(math.max(tonumber(ARGV[1]), 0), amount)
 redis.call('HSET', KEYS[1], day, num(spent(KEYS[1], day) - (amount - kept)))
-redis.call('SET', KEYS[2], day .. '|' .. num(kept) .. '|1', 'KEEPTTL')
+if ARGV[2] ~= '' and redis.call('PTTL', KEYS[2]) > tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[2], day .. '|' .. num(kept) .. '|1', 'PX', ARGV[2])
+else
+  redis.call('SET', KEYS[2], day .. '|' .. num(kept) .. '|1', 'KEEPTTL')
+end
 return 1
 `);
+
+export interface RedisLimitsStoreOptions extends RedisStoreOptions {
+  /**
+   * A finalized reservation is kept this long at most (a repeated finalize is a no-op meanwhile):
+   * the wallet's closed-hold retention, past which a repeat would count again there anyway.
+   * Default: its reservation's TTL (RETAIN_DAYS + 1 days).
+   */
+  finalRefTtlMs?: number;
+}
 
 export class RedisLimitsStore implements LimitsStore {
   private readonly client: RedisStoreOptions['client'];
   private readonly keys: Keys;
+  private readonly finalTtl: string;
 
   /**
    * Post-paid spend (a chat's, at every settlement) per tenant and day: amounts recorded while the
@@ -83,9 +100,10 @@ export class RedisLimitsStore implements LimitsStore {
    */
   private readonly records: KeyedBatches<{ day: string; milli: Milli }, void>;
 
-  constructor(opts: RedisStoreOptions) {
+  constructor(opts: RedisLimitsStoreOptions) {
     this.client = opts.client;
     this.keys = new Keys(opts.prefix);
+    this.finalTtl = opts.finalRefTtlMs ? String(Math.max(1, Math.round(opts.finalRefTtlMs))) : '';
     this.records = new KeyedBatches<{ day: string; milli: Milli }, void>(async (key, adds) => {
       const tenantId = key.slice(0, key.lastIndexOf('|'));
       const day = adds[0]!.day;
@@ -119,11 +137,11 @@ export class RedisLimitsStore implements LimitsStore {
   }
 
   async cancelSpend(tenantId: string, ref: string): Promise<boolean> {
-    return (await CLOSE.run(this.client, this.spendKeys(tenantId, ref), [''])) === 1;
+    return (await CLOSE.run(this.client, this.spendKeys(tenantId, ref), ['', ''])) === 1;
   }
 
   async finalizeSpend(tenantId: string, ref: string, actual: Milli): Promise<boolean> {
-    return (await CLOSE.run(this.client, this.spendKeys(tenantId, ref), [String(actual)])) === 1;
+    return (await CLOSE.run(this.client, this.spendKeys(tenantId, ref), [String(actual), this.finalTtl])) === 1;
   }
 
   recordSpend(tenantId: string, day: string, milli: Milli): Promise<void> {

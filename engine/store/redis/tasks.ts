@@ -32,10 +32,15 @@ import { lua } from './script.ts';
 export interface RedisTaskStoreOptions extends RedisStoreOptions {
   /** Retention of finished (terminal and finalized) tasks in ms; default: kept forever. */
   finishedTtlMs?: number;
+  /**
+   * How long past the retention a tenant-index entry is kept: the longest a task may run before
+   * it is finished (its route's max execution, plus the sweep's slack). Default 7 days.
+   */
+  indexMarginMs?: number;
 }
 
 const ORPHAN_GRACE_MS = 60_000;
-/** A task is created, runs (hours at most), then is kept for the retention: its entry outlives neither. */
+/** A task is created, runs (hours at most), then is kept for the retention: its entry outlives neither (the most it is kept past the retention). */
 const TENANT_INDEX_MARGIN_MS = 7 * 24 * 3_600_000;
 
 // KEYS: tenant index. ARGV: score, id, trim-before score (0: keep all). Returns 1 when added.
@@ -107,12 +112,14 @@ export class RedisTaskStore implements TaskStore {
   private readonly client: RedisStoreOptions['client'];
   private readonly keys: Keys;
   private readonly finishedTtlMs: number;
+  private readonly indexMarginMs: number;
   private seq = 0;
 
   constructor(opts: RedisTaskStoreOptions) {
     this.client = opts.client;
     this.keys = new Keys(opts.prefix);
     this.finishedTtlMs = opts.finishedTtlMs ?? 0;
+    this.indexMarginMs = Math.min(opts.indexMarginMs ?? TENANT_INDEX_MARGIN_MS, TENANT_INDEX_MARGIN_MS);
     if (!Number.isSafeInteger(this.finishedTtlMs) || this.finishedTtlMs < 0) throw new Error('finishedTtlMs must be a non-negative integer');
   }
 
@@ -120,7 +127,7 @@ export class RedisTaskStore implements TaskStore {
     const index = this.index();
     const score = this.score();
     const tenantIndex = this.tenantIndex(task.tenant_id);
-    const trimBefore = this.finishedTtlMs > 0 ? score - (this.finishedTtlMs + TENANT_INDEX_MARGIN_MS) * 1000 : 0;
+    const trimBefore = this.finishedTtlMs > 0 ? score - (this.finishedTtlMs + this.indexMarginMs) * 1000 : 0;
     const zadd = () => this.client.zadd(index, 'NX', score, task.id);
     const tadd = () => ADD_TO_TENANT.run(this.client, [tenantIndex], [tenantScore(task, score), task.id, trimBefore]);
     const set = () => this.client.set(this.keys.task(task.id), encodeRecord(task), 'NX');
