@@ -19,6 +19,7 @@ import { call } from '../test/helpers/gateway.ts';
 import { startRedis } from '../test/helpers/redis.ts';
 import { countingImageToolUpstream } from '../test/redis/image-tool-upstream.ts';
 import { spawnGateway, tenantWithKey, writeConfig } from '../test/redis/support.ts';
+import { pace, pacedAnswers, pacedKind, spreadSummary, type PacedKind } from './support.ts';
 
 const env = (name: string, dflt: number) => Number(process.env[name] ?? dflt);
 const WINDOW_MIN = env('SOAK_RETENTION_MINUTES', 3);
@@ -41,38 +42,12 @@ const gw = await spawnGateway(config, 'all');
 const { tenantId, key } = await tenantWithKey(gw.url, '100000000.00');
 const k = (name: string) => `gw:{t:${tenantId}}:${name}`;
 
-interface Kind { name: string; rate: number; inFlight: number; due: number; done: Record<number, number>; skipped: number; send: (i: number) => Promise<number> }
 let n = 0;
-const kinds: Kind[] = [
-  { name: 'chat', rate: env('SOAK_CHAT', 40), inFlight: 0, due: 0, done: {}, skipped: 0,
-    send: async (i) => (await call(gw.url, 'POST', '/v1/chat/completions', { key, body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `chat ${i}` }] } })).status },
-  { name: 'create', rate: env('SOAK_CREATES', 10), inFlight: 0, due: 0, done: {}, skipped: 0,
-    send: async (i) => (await call(gw.url, 'POST', IMAGES, { key, body: { prompt: `task ${i}` } })).status },
+const kinds: PacedKind[] = [
+  pacedKind('chat', env('SOAK_CHAT', 40), async () => (await call(gw.url, 'POST', '/v1/chat/completions', { key, body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `chat ${n++}` }] } })).status),
+  pacedKind('create', env('SOAK_CREATES', 10), async () => (await call(gw.url, 'POST', IMAGES, { key, body: { prompt: `task ${n++}` } })).status),
 ];
-const send = async (kind: Kind) => {
-  kind.inFlight++;
-  try {
-    const s = await kind.send(n++);
-    kind.done[s] = (kind.done[s] ?? 0) + 1;
-  } catch {
-    kind.done[0] = (kind.done[0] ?? 0) + 1;
-  } finally {
-    kind.inFlight--;
-  }
-};
-let last = performance.now();
-const pacer = setInterval(() => {
-  const now = performance.now();
-  const dt = (now - last) / 1000;
-  last = now;
-  for (const kind of kinds) {
-    kind.due += kind.rate * dt;
-    for (; kind.due >= 1; kind.due--) {
-      if (kind.inFlight >= 64) kind.skipped++;
-      else void send(kind);
-    }
-  }
-}, 10);
+const stopPacing = pace(kinds, 64);
 
 const info = async () => Number(/used_memory:(\d+)/.exec(await c.info('memory'))![1]);
 const usage = async (key: string) => Number((await c.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) ?? 0);
@@ -88,19 +63,16 @@ for (let t = SAMPLE; t <= WARMUP + MINUTES * 60; t += SAMPLE) {
   const [keys, lines, ledgerB, holdsN, holdsB, tasksN, tasksB, lo] = await Promise.all([
     c.dbsize(), c.llen(k('ledger')), usage(k('ledger')), c.hlen(k('holds')), usage(k('holds')), c.zcard(k('tasks')), usage(k('tasks')), c.hget(k('wallet'), 'lo'),
   ]);
-  const answers = kinds.map((x) => `${x.name} ${JSON.stringify(x.done)}${x.skipped ? ` skipped ${x.skipped}` : ''}`).join(' ');
+  const answers = pacedAnswers(kinds);
   console.log(`${String(t).padStart(8)} ${mb(used).padStart(15)} ${String(keys).padStart(6)}   ${`${lines} (${Math.round(ledgerB / 1024)})`.padStart(17)}   ${`${holdsN} (${Math.round(holdsB / 1024)})`.padStart(10)}   ${`${tasksN} (${Math.round(tasksB / 1024)})`.padStart(22)}   ${String(lo ?? 0).padStart(14)}   ${warm ? '' : '(warm-up) '}${answers}`);
 }
-clearInterval(pacer);
+stopPacing();
 // What else Redis holds: BullMQ's per-queue event streams (capped by BullMQ) and the biggest keys.
 const big: [string, number][] = [];
 for (const key of await c.keys('*')) big.push([key, await usage(key)]);
 big.sort((a, b) => b[1] - a[1]);
 console.log(`biggest keys: ${big.slice(0, 8).map(([key, b]) => `${key.replace(tenantId, '<t>')} ${Math.round(b / 1024)} KB`).join(', ')}`);
-const measured = rows.filter((r) => r.warm).map((r) => r.used);
-const mean = measured.reduce((a, b) => a + b, 0) / measured.length;
-const spread = (v: number) => `${((v / mean - 1) * 100).toFixed(1)}%`;
-console.log(`after warm-up: used_memory mean ${mb(mean)} MB, min ${mb(Math.min(...measured))} (${spread(Math.min(...measured))}), max ${mb(Math.max(...measured))} (${spread(Math.max(...measured))}); first ${mb(measured[0]!)}, last ${mb(measured.at(-1)!)} MB`);
+console.log(`after warm-up: used_memory ${spreadSummary(rows.filter((r) => r.warm).map((r) => r.used), mb)}`);
 await new Promise((r) => setTimeout(r, 2000));
 await gw.stop();
 await chat.close();

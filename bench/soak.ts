@@ -16,7 +16,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { benchServe, procStatus, scrape } from './memory.ts';
-import { chatRequest, createRequest } from './support.ts';
+import { chatRequest, createRequest, pace, pacedAnswers, pacedKind, spreadSummary, type PacedKind } from './support.ts';
 
 const TREE = resolve(process.argv[2] ?? fileURLToPath(new URL('../', import.meta.url)));
 const env = (name: string, dflt: number) => Number(process.env[name] ?? dflt);
@@ -28,40 +28,17 @@ const mb = (n: number) => Math.round(n / 104857.6) / 10;
 const { gw, headers, close } = await benchServe(TREE);
 const pool = new Pool(gw.url, { connections: 128, pipelining: 1 });
 
-interface Kind { name: string; path: string; body: Buffer; rate: number; inFlight: number; due: number; done: Record<number, number>; skipped: number }
-const kinds: Kind[] = [
-  { name: 'chat', path: '/v1/chat/completions', body: chatRequest(false), rate: env('SOAK_CHAT', 150), inFlight: 0, due: 0, done: {}, skipped: 0 },
-  { name: 'stream', path: '/v1/chat/completions', body: chatRequest(true), rate: env('SOAK_STREAM', 50), inFlight: 0, due: 0, done: {}, skipped: 0 },
-  { name: 'create', path: '/vendors/provider_d/v1/model_d/generation', body: createRequest(), rate: env('SOAK_CREATES', 150), inFlight: 0, due: 0, done: {}, skipped: 0 },
-];
-const MAX_IN_FLIGHT = 64;
-const send = async (k: Kind) => {
-  k.inFlight++;
-  try {
-    const r = await pool.request({ method: 'POST', path: k.path, headers, body: k.body });
-    await r.body.dump();
-    k.done[r.statusCode] = (k.done[r.statusCode] ?? 0) + 1;
-  } catch {
-    k.done[0] = (k.done[0] ?? 0) + 1;
-  } finally {
-    k.inFlight--;
-  }
-};
-// Every 10 ms each kind sends what its rate makes due; what its in-flight cap refuses is skipped
-// (counted), not queued, so a slow spell does not turn into a burst afterwards.
-let last = performance.now();
-const pacer = setInterval(() => {
-  const now = performance.now();
-  const dt = (now - last) / 1000;
-  last = now;
-  for (const k of kinds) {
-    k.due += k.rate * dt;
-    for (; k.due >= 1; k.due--) {
-      if (k.inFlight >= MAX_IN_FLIGHT) k.skipped++;
-      else void send(k);
-    }
-  }
-}, 10);
+const kinds: PacedKind[] = [
+  ['chat', '/v1/chat/completions', chatRequest(false), env('SOAK_CHAT', 150)],
+  ['stream', '/v1/chat/completions', chatRequest(true), env('SOAK_STREAM', 50)],
+  ['create', '/vendors/provider_d/v1/model_d/generation', createRequest(), env('SOAK_CREATES', 150)],
+].map(([name, path, body, rate]) => pacedKind(name as string, rate as number, async () => {
+  const r = await pool.request({ method: 'POST', path: path as string, headers, body: body as Buffer });
+  await r.body.dump();
+  return r.statusCode;
+}));
+// At most 64 requests of each kind in flight.
+const stopPacing = pace(kinds, 64);
 
 const t0 = performance.now();
 const rows: { t: number; rss: number; heap: number; heapTotal: number; active: number; warm: boolean }[] = [];
@@ -73,14 +50,11 @@ for (let t = SAMPLE; t <= WARMUP + MINUTES * 60; t += SAMPLE) {
   const m = (await scrape(gw.metricsUrl))!;
   const warm = t > WARMUP;
   rows.push({ t, rss, heap: m.heap, heapTotal: m.heapTotal, active: m.active, warm });
-  const answers = kinds.map((k) => `${k.name} ${JSON.stringify(k.done)}${k.skipped ? ` skipped ${k.skipped}` : ''}`).join(' ');
+  const answers = pacedAnswers(kinds);
   console.log(`${String(t).padStart(8)} ${String(mb(rss)).padStart(8)}   ${`${mb(m.heap)} / ${mb(m.heapTotal)}`.padStart(20)}   ${String(m.active).padStart(12)}   ${warm ? '' : '(warm-up) '}${answers}`);
 }
-clearInterval(pacer);
-const measured = rows.filter((r) => r.warm).map((r) => r.rss);
-const mean = measured.reduce((a, b) => a + b, 0) / measured.length;
-const spread = (v: number) => `${((v / mean - 1) * 100).toFixed(1)}%`;
-console.log(`after warm-up: RSS mean ${mb(mean)} MB, min ${mb(Math.min(...measured))} (${spread(Math.min(...measured))}), max ${mb(Math.max(...measured))} (${spread(Math.max(...measured))}); first ${mb(measured[0]!)}, last ${mb(measured.at(-1)!)} MB`);
+stopPacing();
+console.log(`after warm-up: RSS ${spreadSummary(rows.filter((r) => r.warm).map((r) => r.rss), mb)}`);
 await new Promise((r) => setTimeout(r, 1000));
 await pool.close();
 await close();

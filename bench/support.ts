@@ -65,3 +65,62 @@ export const chatRequest = (stream: boolean): Buffer =>
     max_completion_tokens: 200,
     ...(stream ? { stream: true } : {}),
   }));
+
+/** One kind of request of a paced load (bench/soak.ts, bench/redis-soak.ts). */
+export interface PacedKind {
+  name: string;
+  /** Requests per second. */
+  rate: number;
+  /** Sends one; answers its status (0: no answer). */
+  send: () => Promise<number>;
+  inFlight: number;
+  due: number;
+  done: Record<number, number>;
+  skipped: number;
+}
+
+export const pacedKind = (name: string, rate: number, send: () => Promise<number>): PacedKind => ({ name, rate, send, inFlight: 0, due: 0, done: {}, skipped: 0 });
+
+/**
+ * Paced load, not a closed loop, so every minute is the same minute: every 10 ms each kind sends
+ * what its rate makes due; what its in-flight cap refuses is skipped (counted), not queued, so a
+ * slow spell does not turn into a burst afterwards. Answers a function that stops it.
+ */
+export function pace(kinds: PacedKind[], maxInFlight: number): () => void {
+  const send = async (k: PacedKind) => {
+    k.inFlight++;
+    try {
+      const status = await k.send();
+      k.done[status] = (k.done[status] ?? 0) + 1;
+    } catch {
+      k.done[0] = (k.done[0] ?? 0) + 1;
+    } finally {
+      k.inFlight--;
+    }
+  };
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    const dt = (now - last) / 1000;
+    last = now;
+    for (const k of kinds) {
+      k.due += k.rate * dt;
+      for (; k.due >= 1; k.due--) {
+        if (k.inFlight >= maxInFlight) k.skipped++;
+        else void send(k);
+      }
+    }
+  }, 10);
+  return () => clearInterval(timer);
+}
+
+/** "chat {200: 1234} create {202: 99} skipped 3" */
+export const pacedAnswers = (kinds: PacedKind[]): string => kinds.map((k) => `${k.name} ${JSON.stringify(k.done)}${k.skipped ? ` skipped ${k.skipped}` : ''}`).join(' ');
+
+/** "mean 12.3 MB, min 12.0 (-2.4%), max 12.6 (2.4%); first 12.1, last 12.5 MB" of a soak's samples. */
+export function spreadSummary(values: number[], mb: (bytes: number) => number | string): string {
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  const spread = (v: number) => `${((v / mean - 1) * 100).toFixed(1)}%`;
+  const [min, max] = [Math.min(...values), Math.max(...values)];
+  return `mean ${mb(mean)} MB, min ${mb(min)} (${spread(min)}), max ${mb(max)} (${spread(max)}); first ${mb(values[0]!)}, last ${mb(values.at(-1)!)} MB`;
+}
