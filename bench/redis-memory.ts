@@ -4,7 +4,14 @@
 // tasks. Sends BENCH_CHATS (1,000) sync chats, then BENCH_TASKS (1,000) creates and waits until
 // every task is finished and settled; after each phase prints the `used_memory` delta, the keys
 // written (by kind: the prefix with ids replaced) and which of them have no TTL.
+// With BENCH_RETENTION_MINUTES (e.g. 1), every retention (ledger lines, closed holds, finished
+// tasks) is that long and the ledger archive runs every 10 s: after each phase it also waits out
+// the window, sends 100 chats (each close forgets up to 10 due holds) and prints what is still
+// retained per 1,000 requests of the phase.
 import type { Redis } from 'ioredis';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { FakeOpenAI } from '../test/chat/fake-openai.ts';
 import { call, waitForTask } from '../test/helpers/gateway.ts';
 import { startRedis } from '../test/helpers/redis.ts';
@@ -14,6 +21,7 @@ import { spawnGateway, tenantWithKey, writeConfig } from '../test/redis/support.
 const CHATS = Number(process.env.BENCH_CHATS ?? 1000);
 const TASKS = Number(process.env.BENCH_TASKS ?? 1000);
 const IMAGES = '/vendors/provider_b/v1/tob/diffusion';
+const WINDOW_MIN = Number(process.env.BENCH_RETENTION_MINUTES ?? 0);
 
 const used = async (c: Redis) => Number(/used_memory:(\d+)/.exec(await c.info('memory'))![1]);
 
@@ -54,11 +62,24 @@ async function pool<T>(n: number, conc: number, fn: (i: number) => Promise<T>): 
   return out;
 }
 
+/** Waits out the retention window (plus two archive runs), then 100 chats that forget due holds. */
+async function afterWindow(key: string, k0: Awaited<ReturnType<typeof keys>>, m0: number, per: number) {
+  await new Promise((r) => setTimeout(r, WINDOW_MIN * 60_000 + 25_000));
+  await pool(100, 10, (i) => call(gw.url, 'POST', '/v1/chat/completions', { key, body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `drain ${i}` }] } }));
+  await new Promise((r) => setTimeout(r, 12_000));
+  return { afterWindowPer1000: Math.round(((await used(c)) - m0) * 1000 / per), afterWindowKeys: diff(k0, await keys(c), per), note: 'includes the 100 chats sent after the window' };
+}
+
 const redis = await startRedis();
 const c = redis.client();
 const chat = await new FakeOpenAI().start();
 const images = await countingImageToolUpstream().start();
-const gw = await spawnGateway(writeConfig({ redisUrl: redis.url, prefix: 'gw', upstreamUrl: images.url, chatUrl: chat.url, chatKey: 'sk-upstream-test' }), 'all');
+const dir = mkdtempSync(join(tmpdir(), 'gw-redis-memory-'));
+const config = writeConfig({ redisUrl: redis.url, prefix: 'gw', upstreamUrl: images.url, chatUrl: chat.url, chatKey: 'sk-upstream-test', results: `{ store: local, local: { dir: "${dir}" } }` });
+const h = WINDOW_MIN / 60;
+// The archive every 10 s: 1,000,000 ms scaled by the config's timing.scale 0.01.
+if (WINDOW_MIN) writeFileSync(config, readFileSync(config, 'utf8').replace('job_lock_ms: 30000 }', `job_lock_ms: 30000, task_retention_hours: ${h}, hold_retention_hours: ${h}, ledger_retention_hours: ${h}, ledger_archive_interval_ms: 1000000 }`));
+const gw = await spawnGateway(config, 'all');
 try {
   const { key } = await tenantWithKey(gw.url, '10000000.00');
   // warm: the key record, scripts, the first day's spend
@@ -69,6 +90,7 @@ try {
   if (chats.some((r) => r.status !== 200)) throw new Error(`chat: ${chats.find((r) => r.status !== 200)!.status}`);
   const chatRow = { usedMemoryPer1000: Math.round(((await used(c)) - m0) * 1000 / CHATS), keys: diff(k0, await keys(c), CHATS) };
   console.log(JSON.stringify({ chats: CHATS, ...chatRow }, null, 2));
+  if (WINDOW_MIN) console.log(JSON.stringify({ chats: CHATS, ...(await afterWindow(key, k0, m0, CHATS)) }, null, 2));
 
   k0 = await keys(c);
   m0 = await used(c);
@@ -82,7 +104,9 @@ try {
   for (let i = 0; i < 600 && (await c.zcard('gw:tasks:unsettled')) > 0; i++) await new Promise((r) => setTimeout(r, 100));
   const taskRow = { usedMemoryPer1000: Math.round(((await used(c)) - m0) * 1000 / TASKS), keys: diff(k0, await keys(c), TASKS) };
   console.log(JSON.stringify({ tasks: TASKS, ...taskRow }, null, 2));
+  if (WINDOW_MIN) console.log(JSON.stringify({ tasks: TASKS, ...(await afterWindow(key, k0, m0, TASKS)) }, null, 2));
 } finally {
+  rmSync(dir, { recursive: true, force: true });
   await gw.stop();
   await chat.close();
   await images.close();
