@@ -8,9 +8,9 @@
 // Last, a master is killed: requests are refused at once with 503 / 4003 and /readyz turns 503.
 import { expect } from 'chai';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { call } from '../helpers/gateway.ts';
@@ -108,6 +108,7 @@ describe('redis cluster: two gateway processes over three masters', function () 
   let rx: Receiver;
   let a: GatewayProcess;
   let b: GatewayProcess;
+  let archiveDir = '';
 
   before(async function () {
     this.timeout(30_000);
@@ -122,6 +123,10 @@ describe('redis cluster: two gateway processes over three masters', function () 
       upstreamUrl: upstream.up.url,
       caPem: testPki().caPem,
     });
+    // Ledger lines older than 1.8 s move to the archive (results.local.dir beside the config,
+    // shared by both processes) every 200 ms: every ledger read below reads across both.
+    writeFileSync(config, readFileSync(config, 'utf8').replace('job_lock_ms: 30000 }', 'job_lock_ms: 30000, ledger_retention_hours: 0.0005, ledger_archive_interval_ms: 20000 }'));
+    archiveDir = join(dirname(config), 'data', 'results', 'ledger');
     for (const p of await Promise.allSettled([spawnGateway(config, 'all'), spawnGateway(config, 'all')])) {
       if (p.status === 'rejected') throw p.reason;
       procs.push(p.value);
@@ -216,6 +221,45 @@ describe('redis cluster: two gateway processes over three masters', function () 
       const types = [...byDelivery.values()].filter((e) => e.data.payload.task_info.id === id).map((e) => e.type).sort();
       expect(types).to.deep.equal(['task.created', 'task.succeeded']);
     }
+  });
+
+  it('moves old ledger lines to the archive once (two archivers) and answers the same ledger and CSV from either process', async () => {
+    const { tenantId, key } = await tenantWithKey(b.url);
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const created = await call((i % 2 ? a : b).url, 'POST', IMAGES, { key, body: { prompt: `archived task ${i}` } });
+      expect(created.status, created.text).to.equal(202);
+      ids.push(created.body.task_info.id);
+    }
+    await Promise.all(ids.map((id) => completed(key, id)));
+    const read = async (p: GatewayProcess) => {
+      const pages: unknown[] = [];
+      let cursor = '';
+      do {
+        const page = await call(p.url, 'GET', `/v1/ledger?limit=7${cursor ? `&cursor=${cursor}` : ''}`, { key });
+        expect(page.status, page.text).to.equal(200);
+        pages.push(page.body);
+        cursor = page.body.next_cursor ?? '';
+      } while (cursor);
+      const csv = await (await fetch(`${p.url}/v1/ledger?format=csv`, { headers: { authorization: `Bearer ${key}` } })).text();
+      return { pages, csv };
+    };
+    const before = await read(a);
+    const lines = before.csv.split('\r\n').length - 2;
+    expect(lines).to.be.at.least(21); // a top-up, then per task a hold, a settle and maybe a release
+    const archived = () => {
+      try {
+        return readdirSync(join(archiveDir, tenantId), { recursive: true, encoding: 'utf8' })
+          .filter((f) => /\d{16}$/.test(f))
+          .flatMap((f) => readFileSync(join(archiveDir, tenantId, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { seq: number }));
+      } catch {
+        return [];
+      }
+    };
+    await waitFor(async () => archived().length >= lines, 'every line in the archive', 20_000);
+    expect(archived().map((e) => e.seq).sort((x, y) => x - y), 'each line once').to.deep.equal(Array.from({ length: lines }, (_, i) => i + 1));
+    expect(await read(b)).to.deep.equal(before);
+    expect(await read(a)).to.deep.equal(before);
   });
 
   it('serves the console from either process: sessions, the task list (tenant index) and usage', async () => {
