@@ -58,7 +58,7 @@ function memoryStores(config: GatewayConfig, finishedTtlMs: number, onJobError: 
 }
 
 async function redisStores(config: GatewayConfig, role: Role, taskTtls: { finishedTtlMs: number; indexMarginMs?: number }, onJobError: JobErrorReporter, onConnectionError: (err: Error) => void): Promise<Stores> {
-  // The Redis adapters (ioredis, BullMQ, rate-limiter-flexible) are loaded only for this store:
+  // The Redis adapters (ioredis, BullMQ) are loaded only for this store:
   // with the memory store their code would hold about 10 MB of heap for nothing.
   const [{ RedisBreakerStore }, { BullJobScheduler }, { failFastClient, jobWorkerCluster, pingAll, probeWrites }, {
     RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisSessionStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateCounters,
@@ -68,20 +68,18 @@ async function redisStores(config: GatewayConfig, role: Role, taskTtls: { finish
   ]);
   // Requests use fail-fast connections (engine/store/redis/client.ts): while Redis is away they
   // are refused within store.command_timeout_ms (503 / 4003), and nothing they sent is queued to
-  // run after they were answered. rate-limiter-flexible gets a connection of its own. With
-  // store.redis_cluster_nodes they are Redis Cluster clients, and so are the job workers'.
+  // run after they were answered. With store.redis_cluster_nodes they are Redis Cluster clients,
+  // and so are the job workers'.
   const clusterNodes = config.store.redis_cluster_nodes?.length ? config.store.redis_cluster_nodes : undefined;
   const client = failFastClient(config.store);
-  const limiterClient = failFastClient(config.store);
   // Connection trouble is reported (ioredis reconnects by itself) instead of going unhandled.
-  for (const c of [client, limiterClient]) c.on('error', onConnectionError);
+  client.on('error', onConnectionError);
   try {
-    await Promise.all([client.connect(), limiterClient.connect()]);
+    await client.connect();
     // On a cluster, also waits until every master's connection is up before serving.
-    await Promise.all([pingAll(client), pingAll(limiterClient)]);
+    await pingAll(client);
   } catch (err) {
     client.disconnect();
-    limiterClient.disconnect();
     const why = err instanceof Error && err.cause instanceof Error ? err.cause : (err as Error);
     const where = clusterNodes ? `the Redis Cluster at ${clusterNodes.map(redactUrl).join(', ')}` : `Redis at ${redactUrl(config.store.redis_url)}`;
     throw new Error(`cannot reach ${where}: ${why.message}`);
@@ -110,7 +108,7 @@ async function redisStores(config: GatewayConfig, role: Role, taskTtls: { finish
     webhooks: new RedisWebhookStore(o),
     media: new RedisMediaStore(o),
     breakers: new RedisBreakerStore(o),
-    rateCounters: redisRateCounters(limiterClient, o.prefix),
+    rateCounters: redisRateCounters(client, o.prefix),
     scheduler,
     unavailable: async (timeoutMs) => {
       // Answering is not enough: a store that refuses writes (OOM, READONLY) refuses most requests.
@@ -121,7 +119,7 @@ async function redisStores(config: GatewayConfig, role: Role, taskTtls: { finish
       directory.close();
       await scheduler.close(graceMs);
       // QUIT waits for the replies in flight; a Redis that is away or silent gets none: drop the connection.
-      await Promise.all([client, limiterClient].map(async (c) => (c.status === 'ready' && (await within(c.quit(), 500)) === 'done') || c.disconnect()));
+      if (!(client.status === 'ready' && (await within(client.quit(), 500)) === 'done')) client.disconnect();
       workerCluster?.disconnect();
     },
   };

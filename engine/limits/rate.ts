@@ -11,7 +11,8 @@
 //
 // Counters are a port (WindowCounters in ./store.ts), built by the store: in memory they answer
 // synchronously (no promise per counter on the hot path, see engine/store/memory/rate-counters.ts);
-// on Redis each is rate-limiter-flexible's atomic counter script (engine/store/redis/rate.ts).
+// on Redis a request's counters are one script on its tenant's hash of counters
+// (engine/store/redis/rate.ts).
 import { dependencyUnavailable, GatewayError } from '../errors/gateway-error.ts';
 import type { Clock } from '../util/clock.ts';
 import { RATE_WINDOWS, WINDOW_MS, type RateScope, type RateWindow, type RateWindows } from './config.ts';
@@ -47,8 +48,11 @@ export class RateLimits {
     this.clock = clock;
   }
 
-  /** Count one request against each scope's windows, or throw 1004 with Retry-After (nothing counted). */
-  async check(scopes: { scope: RateScope; id: string; windows: RateWindows }[]): Promise<void> {
+  /**
+   * Count one request against each scope's windows, or throw 1004 with Retry-After (nothing
+   * counted). `tenantId`: whose counters they are (on Redis: one script in its slot for all).
+   */
+  async check(scopes: { scope: RateScope; id: string; windows: RateWindows }[], tenantId?: string): Promise<void> {
     const now = this.clock.now();
     const counted: Counted[] = [];
     const counts: (number | Promise<number>)[] = [];
@@ -56,7 +60,7 @@ export class RateLimits {
     for (const { scope, id, windows } of scopes) {
       for (const plan of this.plan(scope, windows)) {
         const n = Math.floor(now / plan.ms);
-        const c = plan.counters.add(id, n);
+        const c = plan.counters.add(id, n, tenantId);
         if (typeof c !== 'number') pending = true;
         counted.push({ plan, id, n });
         counts.push(c);
@@ -81,7 +85,7 @@ export class RateLimits {
       });
     }
     if (!refused && failure === undefined) return;
-    const undo = taken.map((c) => c.plan.counters.remove(c.id, c.n)).filter((r) => r instanceof Promise);
+    const undo = taken.map((c) => c.plan.counters.remove(c.id, c.n, tenantId)).filter((r) => r instanceof Promise);
     if (undo.length) await Promise.allSettled(undo);
     if (failure !== undefined) throw dependencyUnavailable('rate-limit store', failure);
     const plan = refused!.plan;

@@ -159,7 +159,7 @@ export class LimitsService implements SpendGuard {
     const scopes: { scope: RateScope; id: string; windows: RateWindows }[] = [{ scope: 'key', id: who.keyId, windows: eff.rate.key }];
     if (who.model !== undefined) scopes.push({ scope: 'model', id: `${who.tenantId}:${who.model}`, windows: eff.rate.model });
     scopes.push({ scope: 'tenant', id: who.tenantId, windows: eff.rate.tenant });
-    await this.rates.check(scopes);
+    await this.rates.check(scopes, who.tenantId);
   }
 
   /** Take a concurrent-task slot; throws 1005 when the tenant has its limit of active tasks. Idempotent per task. */

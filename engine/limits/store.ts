@@ -44,12 +44,16 @@ export interface LimitsStore {
   bumpOverridesVersion(): Promise<number>;
 }
 
-/** The counters of one (scope, window): requests per id in window number `n`. */
+/**
+ * The counters of one (scope, window): requests per id in window number `n`. `slot`: the tenant
+ * the counter belongs to, if any: a shared store keeps a tenant's counters together and counts
+ * those asked for at once in one step (Redis: one script in the tenant's slot).
+ */
 export interface WindowCounters {
   /** Count one request; the count after it (memory: synchronously). */
-  add(id: string, n: number): number | Promise<number>;
+  add(id: string, n: number, slot?: string): number | Promise<number>;
   /** Give back a request add() counted. */
-  remove(id: string, n: number): void | Promise<unknown>;
+  remove(id: string, n: number, slot?: string): void | Promise<unknown>;
 }
 
 /** Builds the counters of one (scope, window); `name` is unique per pair. */

@@ -1,7 +1,7 @@
 // Credential guessing is slowed: failed authentications with a presented credential (an API
 // key, the console's sign-ins, the admin bearer token) are counted per client address in a
 // fixed window (server.failed_auth: 10 a minute by default), on the store's shared request
-// counters (rate-limiter-flexible, in memory or on Redis, so every process counts together).
+// counters (in memory, or on Redis so every process counts together).
 // The failure that reaches the limit, and every attempt from that address until the window
 // ends, is answered 429 / 1006 with Retry-After, without the credential being checked: an
 // address over the limit cannot tell a right guess from a wrong one, so guessing on is useless.

@@ -70,9 +70,9 @@ export class Keys {
     return `${this.prefix}wh:tenants`;
   }
 
-  /** Prefix of rate-limiter-flexible counters. */
-  rate(name: string): string {
-    return `${this.prefix}rl:${name}`;
+  /** The hash of a rate counter that belongs to no tenant (./rate.ts; a tenant's are `<tenant>rate`). */
+  rate(name: string, id: string): string {
+    return `${this.prefix}{rl:${name}:${id}}`;
   }
 
   /** Unsettled tasks (a sorted set the sweep pages through). */
