@@ -2,7 +2,10 @@
 // slots, no replicas) and two gateway processes (`--role all`) over it, configured with
 // store.redis_cluster_nodes. What one process does, the other sees: tasks created on one are
 // read, polled and settled by either; a webhook arrives signed; rate and concurrency limits
-// count across both exactly; an Idempotency-Key replays from the other process. Each store
+// count across both exactly; sync chats against a tight rate and a small balance pass exactly
+// the rate's number (the funds decide among those) and are each charged once, the ledger
+// balanced (the grouped hold, settle and rate scripts); an Idempotency-Key replays from the
+// other process. Each store
 // script runs on the master of its keys' slot, so a key computed outside KEYS or a command
 // spanning slots would fail here with CROSSSLOT (the processes' logs are checked for it).
 // Last, a master is killed: requests are refused at once with 503 / 4003 and /readyz turns 503.
@@ -13,11 +16,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { FakeOpenAI } from '../chat/fake-openai.ts';
 import { call } from '../helpers/gateway.ts';
 import { FakeUpstream, json } from '../helpers/upstream.ts';
 import { testPki } from '../webhooks/support/pki.ts';
 import { independentSignature, Receiver } from '../webhooks/support/receiver.ts';
-import { admin, freePort, spawnGateway, tenantWithKey, writeConfig, type GatewayProcess } from './support.ts';
+import { admin, freePort, ledger, spawnGateway, tenantWithKey, writeConfig, type GatewayProcess } from './support.ts';
 
 const IMAGES = '/vendors/provider_b/v1/tob/diffusion';
 const PREFIX = 'cl';
@@ -106,6 +110,7 @@ describe('redis cluster: two gateway processes over three masters', function () 
   const procs: GatewayProcess[] = [];
   let upstream: ReturnType<typeof holdingUpstream>;
   let rx: Receiver;
+  let chat: FakeOpenAI;
   let a: GatewayProcess;
   let b: GatewayProcess;
   let archiveDir = '';
@@ -116,7 +121,10 @@ describe('redis cluster: two gateway processes over three masters', function () 
     upstream = holdingUpstream();
     await upstream.up.start();
     rx = await Receiver.start();
+    chat = await new FakeOpenAI().start();
     const config = writeConfig({
+      chatUrl: chat.url,
+      chatKey: 'sk-upstream-test',
       redisUrl: 'redis://127.0.0.1:1', // unused: the cluster's nodes are what the processes use
       clusterNodes: nodes.map((n) => `redis://127.0.0.1:${n.port}`),
       prefix: PREFIX,
@@ -143,6 +151,7 @@ describe('redis cluster: two gateway processes over three masters', function () 
       return code;
     }));
     await rx?.close();
+    await chat?.close();
     await upstream?.up.close();
     // Every redis-server started, including those of a cluster that never formed.
     const servers = [...children];
@@ -305,6 +314,33 @@ describe('redis cluster: two gateway processes over three masters', function () 
     // Both processes admitted some: the count is shared, not per process.
     const admittedBy = new Set(answers.flatMap((r, i) => (r.status === 202 ? [i % 2] : [])));
     expect(admittedBy.size).to.equal(2);
+  });
+
+  it('sync chats on both processes against a tight rate limit and a small balance: exactly the allowed number pass, each charged once, the ledger balances', async () => {
+    // A balance of a few chats' holds: the holds (rates, funds and hold in one admission) run
+    // grouped per tenant (one script for the burst's holds, one for its settlements).
+    const { tenantId, key } = await tenantWithKey(a.url, '0.01');
+    await admin(a.url, 'PUT', `/tenants/${tenantId}/limits`, { rate: { key: { per_minute: 24 } } });
+    const intoMinute = Date.now() % 60_000;
+    if (intoMinute > 50_000) await sleep(60_000 - intoMinute + 100);
+    const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 20 };
+    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => call((i % 2 ? a : b).url, 'POST', '/v1/chat/completions', { key, body })));
+    const codes = answers.map((r) => (r.status === 200 ? 200 : r.body.error_code));
+    // Rates first: exactly 24 pass them; of those, the funds decide.
+    expect(codes.filter((c) => c === 1004), JSON.stringify(codes)).to.have.length(36);
+    const served = codes.filter((c) => c === 200).length;
+    expect(served + codes.filter((c) => c === 1003).length, JSON.stringify(codes)).to.equal(24);
+    expect(served, 'some served, some refused for funds').to.be.within(1, 23);
+    await sleep(300); // the settlements follow the answers
+    const lines = await ledger(a.url, tenantId);
+    const sum = (kind: string) => lines.filter((l) => l.kind === kind).reduce((s, l) => s + l.amount_milli, 0);
+    const settledRefs = new Set(lines.filter((l) => l.kind === 'settle').map((l) => l.ref.replace(/\+$/, '')));
+    expect(settledRefs.size, 'one charge per answer served').to.equal(served);
+    expect(sum('hold') - sum('settle') - sum('release'), 'every hold closed').to.equal(0);
+    const wallet = await admin(b.url, 'GET', `/tenants/${tenantId}/wallet`);
+    expect(wallet.held_milli ?? 0).to.equal(0);
+    expect(sum('topup') - sum('settle')).to.equal(wallet.balance_milli);
+    console.log(`      ${served} served, ${24 - served} refused for funds (1003), 36 over the rate (1004); ${sum('settle')} milli charged`);
   });
 
   it('holds a tenant to its concurrent tasks across both processes, and frees the slots as tasks end', async () => {
