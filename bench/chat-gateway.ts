@@ -1,6 +1,9 @@
 // The gateway under benchmark, run as a child process by bench/chat.ts (pinned to one core):
 // the full path — auth, validation, rate limits, billing, access log (info, to /dev/null) —
-// with provider_c's upstream at UPSTREAM_URL and every other vendor switched off.
+// with provider_c's upstream at UPSTREAM_URL and every other vendor switched off. On the memory
+// store, or with BENCH_REDIS_URL on that Redis (a key prefix of its own per process), so that
+// bench/compare.ts can set the two stores of one tree side by side:
+//   npx node bench/compare.ts chat <tree> <tree>+BENCH_REDIS_URL=redis://127.0.0.1:6390
 import { fileURLToPath } from 'node:url';
 import { loadConfigText } from '../engine/load-config.ts';
 import { startGateway, type ChatPorts } from '../engine/gateway.ts';
@@ -12,6 +15,7 @@ server: { host: 127.0.0.1, port: 0 }
 metrics: { port: 0 }
 sandbox: { enabled: false }
 log: { level: info }
+${process.env.BENCH_REDIS_URL ? `store: { kind: redis, redis_url: "${process.env.BENCH_REDIS_URL}", key_prefix: "bench${process.pid}" }` : ''}
 vendors: { dir: vendors, enabled: [provider_c] }
 limits: ${JSON.stringify({ rate: { key: big, tenant: big, model: big }, daily_spend_credits: '1000000000.00' })}
 upstreams: { provider_c: { base_url: "${process.env.UPSTREAM_URL}", credentials: { api_key: sk-bench } } }
