@@ -49,7 +49,7 @@ local keep = tonumber(ARGV[5])
 local items = redis.call('LRANGE', KEYS[2], 0, tonumber(ARGV[6]) - 1)
 local n, day = 0, nil
 for i, line in ipairs(items) do
-  local at = cjson.decode(line)[2]
+  local at = string.match(line, '^%[".-","([^"]*)"') -- [id, at, ...]: ids are plain, no quote inside
   local forced = keep > 0 and len - (i - 1) > keep
   if not forced and at >= ARGV[4] then break end
   local d = string.sub(at, 1, 10)
