@@ -136,10 +136,11 @@ function redactUrl(url: string): string {
 /**
  * Where the ledger archive's segments go: the result store's backend, or with results.store off a
  * local directory (results.local.dir): ledger lines are money and are never dropped
- * (docs/decisions.md). Undefined when ledger_retention_hours is 0 (lines stay in the store).
+ * (docs/decisions.md). Undefined when ledger_retention_hours is 0 on Redis (lines stay there).
  */
 export function ledgerBackend(config: GatewayConfig, results: ResultBackend | undefined): ResultBackend | undefined {
-  if (!(config.store.ledger_retention_hours > 0)) return undefined;
+  // The memory store archives past memory_ledger_entries even then: its heap is the bound.
+  if (!(config.store.ledger_retention_hours > 0) && config.store.kind !== 'memory') return undefined;
   return results ?? new LocalResultFiles(config.results.local.dir);
 }
 

@@ -36,7 +36,7 @@ export interface LedgerArchiveDeps {
   backend: ResultBackend;
   clock: Clock;
   logger: Logger;
-  /** Lines older than this leave the store. */
+  /** Lines older than this leave the store; 0: none for their age (the memory store's count bound still applies). */
   retentionMs: number;
   /** How long a claim is ours (default 60 s: far longer than a segment's write and read-back). */
   leaseMs?: number;
@@ -84,7 +84,7 @@ export class LedgerArchive {
     let moved = 0;
     for (;;) {
       const now = this.d.clock.now();
-      const before = new Date(now - this.d.retentionMs).toISOString();
+      const before = this.d.retentionMs > 0 ? new Date(now - this.d.retentionMs).toISOString() : ''; // '': no line is old enough
       const batch = await this.d.store.claimArchive(tenantId, { owner: this.owner, now, leaseMs: this.d.leaseMs ?? 60_000, before, max: this.d.segmentLines ?? SEGMENT_LINES });
       if (batch.status !== 'ok') return moved;
       const first = batch.entries[0]!;

@@ -127,7 +127,7 @@ export interface ArchiveClaim {
   owner: string;
   now: number;
   leaseMs: number;
-  /** Lines at or after this instant (ISO 8601) stay... */
+  /** Lines at or after this instant (ISO 8601; '' for none) stay... */
   before: string;
   /** ...unless the store keeps more than `keep` lines (0 or absent: no count bound). */
   keep?: number;

@@ -25,7 +25,6 @@ import { forEachBackend } from './support.ts';
 
 const T = 'a1b2c3d4-0000-4000-8000-00000000beef';
 const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 const logger = pino({ level: 'silent' });
 
 /** Every line of the tenant's segments, in key order. */
@@ -179,7 +178,7 @@ for (const kind of ['local', 's3'] as const) {
         const s = new MemoryWalletStore({ ledgerEntries: 5 });
         await trade(s, clock, 10);
         const all = (await s.snapshot(T)).entries;
-        const archive = new LedgerArchive({ store: s, backend, clock, logger, retentionMs: 30 * DAY });
+        const archive = new LedgerArchive({ store: s, backend, clock, logger, retentionMs: 0 }); // 0: no line leaves for its age
         expect(await archive.archiveTenant(T)).to.equal(all.length - 5);
         expect((await s.snapshot(T)).entries.map((e) => e.seq)).to.deep.equal(all.slice(-5).map((e) => e.seq));
         expect(checkLedger(await s.snapshot(T)).violations).to.deep.equal([]);
