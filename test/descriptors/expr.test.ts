@@ -1,4 +1,5 @@
-// The synchronous fast path of descriptor expressions (literals and dotted paths, engine/util/expr.ts)
+// The synchronous fast path of descriptor expressions (literals, dotted paths, object constructors,
+// conditions and $exists: engine/util/expr.ts)
 // must give JSONata's answer whenever it answers at all, and hand everything else to JSONata.
 // Checked differentially: every JSONata expression found in the shipped descriptors (the catalogue
 // included), over every upstream fixture and validated request example of the same descriptor
@@ -208,6 +209,28 @@ describe('descriptor expressions: the fast path (literals, dotted paths) agrees 
     ['{ "k": a, "k": b }', { a: 1, b: 2 }],
     ['{ a: 1 }', { a: 'key' }],
     ['{ "k": a }', [{ a: 1 }, { a: 2 }]],
+    ['{ "k": a, "m": { "n": b, "o": "lit" } }', { a: 1, b: 'x' }],
+    ['{ "k": a, "m": { "n": b } }', { a: [1, 2] }],
+    ['{ "k": a, "m": { "n": b } }', { b: { c: [1] } }],
+    ['{ "k": a }', 'text'],
+    ['{ "k": a }', null],
+    ['{ "k": a }', undefined],
+    ['{}', {}],
+    ['{ "__proto__": a, "constructor": b }', { a: 1, b: 2 }],
+    ['{ "k": [a] }', { a: 1 }],
+    ['{ "k": $exists(a) ? a : "none" }', {}],
+    ['{ "k": $exists(a) ? [0..a] }', { a: 2 }],
+    ['{ "k": $exists(a) ? [0..a] }', {}],
+    ['a ? b : c', { a: 0, b: 1, c: 2 }],
+    ['a ? b : c', { a: null, b: 1, c: 2 }],
+    ['a ? b : c', { a: 'x', b: 1, c: 2 }],
+    ['a ? b : c', { a: {}, b: 1, c: 2 }],
+    ['a ? b : c', { a: [0], b: 1, c: 2 }],
+    ['a ? b : c', { a: false, b: 1 }],
+    ['$exists(a.b)', { a: { b: false } }],
+    ['$exists(a.b)', { a: 1 }],
+    ['$exists(a.b)', { a: [{ b: 1 }] }],
+    ['$exists("x")', {}],
     ['$exists(a)', { a: null }],
     ['$count(a)', { a: [1, 2, 3] }],
     ['$count(a)', { a: 'x' }],
@@ -248,12 +271,13 @@ describe('descriptor expressions: the fast path (literals, dotted paths) agrees 
     });
   }
 
-  it('the hot path\'s plain paths and literals take the fast path (no JSONata evaluation)', () => {
+  it('the hot path\'s plain paths, literals and submit body take the fast path (no JSONata evaluation)', () => {
     const d = parse(readFileSync(join(VENDORS, 'provider_d.yaml'), 'utf8')).routes[0];
     for (const [src, input] of [
       [d.upstream.submit.task_id, { output: { task_id: 'x' } }],
       [d.upstream.poll.status, { output: { task_status: 'RUNNING' } }],
       [d.pricing.quantity, { n: 4 }],
+      [d.upstream.submit.body, { prompt: 'p', size: '1280*1280', n: 1, prompt_extend: false, safety_filter: true }],
       ['data.task_id', { data: { task_id: 'x' } }],
       ['4', {}],
       ['"text"', {}],
