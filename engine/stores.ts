@@ -7,6 +7,7 @@ import type { Stores } from './store/ports.ts';
 
 export type { Stores } from './store/ports.ts';
 import { MemoryJobScheduler } from './store/memory/job-scheduler.ts';
+import { RoutedJobScheduler } from './jobs/routed.ts';
 import { MemoryIdempotencyStore } from './store/memory/idempotency.ts';
 import { MemoryLimitsStore } from './store/memory/limits.ts';
 import { memoryRateCounters } from './store/memory/rate-counters.ts';
@@ -60,10 +61,10 @@ function memoryStores(config: GatewayConfig, finishedTtlMs: number, onJobError: 
 async function redisStores(config: GatewayConfig, role: Role, taskTtls: { finishedTtlMs: number; indexMarginMs?: number }, onJobError: JobErrorReporter, onConnectionError: (err: Error) => void): Promise<Stores> {
   // The Redis adapters (ioredis, BullMQ) are loaded only for this store:
   // with the memory store their code would hold about 10 MB of heap for nothing.
-  const [{ RedisBreakerStore }, { BullJobScheduler }, { failFastClient, jobWorkerCluster, pingAll, probeWrites }, {
+  const [{ RedisBreakerStore }, { BullJobScheduler }, { RedisDueJobScheduler }, { failFastClient, jobWorkerCluster, pingAll, probeWrites }, {
     RedisIdempotencyStore, RedisLimitsStore, RedisMediaStore, RedisSessionStore, RedisTaskStore, RedisTenantStore, RedisWalletStore, RedisWebhookStore, redisRateCounters,
   }, { RedisDirectoryFeed }, { Keys }] = await Promise.all([
-    import('./store/redis/breakers.ts'), import('./store/redis/job-scheduler.ts'), import('./store/redis/client.ts'), import('./store/redis/index.ts'),
+    import('./store/redis/breakers.ts'), import('./store/redis/job-scheduler.ts'), import('./store/redis/due-jobs.ts'), import('./store/redis/client.ts'), import('./store/redis/index.ts'),
     import('./store/redis/directory-feed.ts'), import('./store/redis/keys.ts'),
   ]);
   // Requests use fail-fast connections (engine/store/redis/client.ts): while Redis is away they
@@ -89,15 +90,20 @@ async function redisStores(config: GatewayConfig, role: Role, taskTtls: { finish
   // Keys and tenants are cached in the process while this subscription vouches for them.
   const directory = new RedisDirectoryFeed(config.store, new Keys(o.prefix).dirChanges());
   await directory.start();
-  const scheduler = new BullJobScheduler({
+  const lockMs = Math.max(1000, Math.round(config.store.job_lock_ms * config.timing.scale));
+  // The task timers (polls, sweeps) run on a due-time sorted set, a few commands per job; the
+  // webhook deliveries keep BullMQ (its attempts, back-off and per-job records).
+  const bull = new BullJobScheduler({
     url: config.store.redis_url,
     workerCluster,
     producer: client,
     prefix: config.store.key_prefix,
     runWorkers: role !== 'api',
-    lockMs: Math.max(1000, Math.round(config.store.job_lock_ms * config.timing.scale)),
+    lockMs,
     onError: onJobError,
   });
+  const due = new RedisDueJobScheduler({ client, prefix: o.prefix, runWorkers: role !== 'api', leaseMs: lockMs, onError: onJobError });
+  const scheduler = new RoutedJobScheduler((queue) => (queue.startsWith('webhook.') ? bull : due), [due, bull]);
   return {
     tasks: new RedisTaskStore({ ...o, ...taskTtls }),
     tenants: new RedisTenantStore({ ...o, changes: directory }),

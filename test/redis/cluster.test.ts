@@ -114,6 +114,8 @@ describe('redis cluster: two gateway processes over three masters', function () 
   let a: GatewayProcess;
   let b: GatewayProcess;
   let archiveDir = '';
+  /** The tasks the first test saw complete: their poll jobs must have left the due set. */
+  const finishedIds: string[] = [];
 
   before(async function () {
     this.timeout(30_000);
@@ -195,6 +197,7 @@ describe('redis cluster: two gateway processes over three masters', function () 
       expect(read.body.task_info.id).to.equal(id);
     }
     await Promise.all(ids.map((id) => completed(key, id)));
+    finishedIds.push(...ids);
 
     // One submission per task and three polls per upstream task: no doubled job across processes.
     for (let i = 0; i < 30; i++) expect(upstream.submits.get(`cluster task ${i}`)).to.equal(1);
@@ -412,8 +415,17 @@ describe('redis cluster: two gateway processes over three masters', function () 
       });
       expect(tags.size).to.be.at.least(4);
       for (const [tag, on] of tags) expect(on.size, tag).to.equal(1);
-      // BullMQ's keys share the `{cl:jobs}` tag: one master holds them all.
+      // BullMQ's keys (the webhook deliveries) share the `{cl:jobs}` tag: one master holds them all.
       expect(perNode.filter((keys) => keys.some((k) => k.startsWith(`{${PREFIX}:jobs}`)))).to.have.length(1);
+      // The task timers' due set is one key; its jobs are `<queue>\n<id>\n<payload>`, and the
+      // finished tasks' polls have left it (each job removed once done, none run twice: the
+      // first test counted three polls per task).
+      const holders = perNode.map((keys, i) => (keys.includes(`${PREFIX}:{jobs}:due`) ? i : -1)).filter((i) => i >= 0);
+      expect(holders).to.have.length(1);
+      const due = await clients[holders[0]!]!.zrange(`${PREFIX}:{jobs}:due`, '0', '-1');
+      for (const m of due) expect(m.split('\n'), m).to.have.length(3);
+      expect(due.filter((m) => finishedIds.some((id) => m.includes(id)))).to.deep.equal([]);
+      expect(due.some((m) => m.startsWith('task.sweep\n')), 'the sweep chain').to.equal(true);
     } finally {
       for (const c of clients) c.disconnect();
     }

@@ -1,4 +1,5 @@
-// The job-scheduling port on Redis (BullMQ): delayed jobs survive a crash, and a job whose
+// The job-scheduling port on Redis (BullMQ), for the webhook deliveries (the task timers run on
+// ./due-jobs.ts; engine/stores.ts routes the queues): delayed jobs survive a crash, and a job whose
 // worker died mid-run is "stalled" and run again by another worker (or this one on restart).
 // Handlers are idempotent (tasks move by compare-and-set, deliveries by series/attempt), so a
 // job that runs twice does no harm. Processes of the `api` role only add jobs; `worker` and
@@ -105,6 +106,9 @@ export class BullJobScheduler implements JobScheduler {
       lockDuration: this.opts.lockMs,
       stalledInterval: Math.max(1000, Math.round(this.opts.lockMs / 2)),
       maxStalledCount: 5,
+      // An idle worker waits this long (s) per blocking read: a job added or coming due wakes it
+      // at once through BullMQ's marker, so the wait only sets the idle cost (5 s: 1.6 commands/s).
+      drainDelay: 30,
     });
     worker.on('failed', (job, err) => this.opts.onError(queue, job?.id ?? '?', err));
     worker.on('error', (err) => this.opts.onError(queue, '-', err));
