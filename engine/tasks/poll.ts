@@ -76,8 +76,13 @@ export class TaskPolling {
     const status = await this.applyAnswer(task, route, res.body, res.status, p.status, 'poll');
     if (typeof status === 'object') return this.pollFailed(task, route, status.retry, n, next, { stage: 'result', ...status.call });
     if (status === 'ended' || status === 'lost') return;
-    const patch: Partial<TaskRecord> = { poll_failures: 0, checked_at: this.d.clock.now(), poll_n: n };
-    if (status === 'processing' && task.status === 'pending') {
+    const now = this.d.clock.now();
+    const moved = status === 'processing' && task.status === 'pending';
+    // Nothing to record but the sign of life, and the last one is recent: the write is skipped
+    // (3 Redis commands a poll). The sweep re-drives only a task silent for a whole grace period.
+    if (!moved && task.poll_failures === 0 && task.checked_at !== undefined && now - task.checked_at < this.d.sweepGraceMs / 2) return next();
+    const patch: Partial<TaskRecord> = { poll_failures: 0, checked_at: now, poll_n: n };
+    if (moved) {
       patch.status = 'processing';
       patch.updated_at = isoNow(this.d.clock);
     }

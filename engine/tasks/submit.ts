@@ -92,7 +92,8 @@ export class TaskSubmission {
     // Submitted at once by the process that accepted the task (after the 202 is on its way), not
     // through a job: one job less per create. A submission lost with its process is re-driven by
     // the sweep once the task has shown no sign of life for the grace period.
-    this.submitSoon(task.id);
+    // The record just stored is the one to submit: no read back.
+    this.submitSoon(task.id, task);
     return task;
   }
 
@@ -106,9 +107,9 @@ export class TaskSubmission {
   }
 
   /** Submit after the current answer is on its way (not awaited); a failure is the sweep's to re-drive. */
-  private submitSoon(id: string): void {
+  private submitSoon(id: string, stored?: TaskRecord): void {
     setImmediate(() => {
-      this.submit(id).catch((err) => throttled(this.d.logger)[this.state.stopping || isDependencyUnavailable(err) ? 'warn' : 'error']({ err, task_id: id }, 'task submission failed; the sweep re-drives it'));
+      this.submit(id, stored).catch((err) => throttled(this.d.logger)[this.state.stopping || isDependencyUnavailable(err) ? 'warn' : 'error']({ err, task_id: id }, 'task submission failed; the sweep re-drives it'));
     });
   }
 
@@ -161,19 +162,20 @@ export class TaskSubmission {
     return this.withdrawals.flush(timeoutMs);
   }
 
-  async submit(id: string): Promise<void> {
+  /** `stored`: the record as this process has just stored it (a create), else it is read. */
+  async submit(id: string, stored?: TaskRecord): Promise<void> {
     // A re-drive (the sweep) of a submission this process is still making (a slow provider, or
     // a failover through the pool's members) joins it instead of sending the task again.
     const running = this.submissions.get(id);
     if (running) return running;
-    const run = this.submitNow(id).finally(() => this.submissions.delete(id));
+    const run = this.submitNow(id, stored).finally(() => this.submissions.delete(id));
     this.submissions.set(id, run);
     return run;
   }
 
-  private async submitNow(id: string): Promise<void> {
+  private async submitNow(id: string, stored?: TaskRecord): Promise<void> {
     if (this.state.stopping || this.withdrawals.has(id)) return;
-    const task = await this.d.store.get(id);
+    const task = stored ?? (await this.d.store.get(id));
     if (!task || (await this.ending.settled(task)) || task.upstream_task_id) return;
     const route = routeOf(this.d.routes, task);
     if (task.submit_sent_at !== undefined && !(await this.outcomeUnknown(task, route))) return;

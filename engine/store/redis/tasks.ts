@@ -8,17 +8,19 @@
 // index lives in another slot than the tasks, so it is kept as a SUPERSET and checked on read:
 //   create:     ZADD NX the id first, then SET NX the task (a crash in between leaves an orphan
 //               entry, removed by listUnsettled once older than ORPHAN_GRACE_MS);
-//   transition: the script settles the task, then the id is ZREMed when the task is finalized
-//               (a crash in between leaves an entry that listUnsettled filters out and removes);
+//   transition: the script settles the task, then the id is ZREMed when the task is finalized,
+//               batched with the others finalized in the same tick (a crash in between leaves an
+//               entry that listUnsettled filters out and removes);
 //   discard:    the script deletes an active task (a refused create), then the id is ZREMed.
 // Finished tasks are kept (no TTL) unless `finishedTtlMs` is given: then the transition that
 // leaves a task terminal and finalized also sets that TTL on it.
 //
 // Each tenant's tasks are indexed for the console's listing in `<prefix>{t:<tenant>}:tasks`, a
 // sorted set scored like the unsettled index (creation µs + counter). It is another superset:
-//   create:  ADD_TO_TENANT (ZADD NX, and a trim of entries older than the retention plus
-//            TENANT_INDEX_MARGIN_MS, so the set of a tenant that never lists stays bounded) is
-//            sent with the unsettled ZADD, before the task (cluster) or in the same round trip;
+//   create:  ZADD NX, and on one create in TRIM_EVERY ADD_TO_TENANT (the same, plus a trim of
+//            entries older than the retention plus TENANT_INDEX_MARGIN_MS, so the set of a tenant
+//            that never lists stays bounded), sent with the unsettled ZADD, before the task
+//            (cluster) or in the same round trip;
 //   discard: the id is ZREMed with the unsettled entry;
 //   expiry:  the task key's TTL removes the task only; listByTenant drops entries whose task is
 //            gone once older than ORPHAN_GRACE_MS (the trim at create catches the rest).
@@ -42,6 +44,8 @@ export interface RedisTaskStoreOptions extends RedisStoreOptions {
 const ORPHAN_GRACE_MS = 60_000;
 /** A task is created, runs (hours at most), then is kept for the retention: its entry outlives neither (the most it is kept past the retention). */
 const TENANT_INDEX_MARGIN_MS = 7 * 24 * 3_600_000;
+/** One create in this many trims its tenant's index. */
+const TRIM_EVERY = 64;
 
 // KEYS: tenant index. ARGV: score, id, trim-before score (0: keep all). Returns 1 when added.
 const ADD_TO_TENANT = lua(`
@@ -114,6 +118,7 @@ export class RedisTaskStore implements TaskStore {
   private readonly finishedTtlMs: number;
   private readonly indexMarginMs: number;
   private seq = 0;
+  private finalized: string[] = [];
 
   constructor(opts: RedisTaskStoreOptions) {
     this.client = opts.client;
@@ -129,7 +134,11 @@ export class RedisTaskStore implements TaskStore {
     const tenantIndex = this.tenantIndex(task.tenant_id);
     const trimBefore = this.finishedTtlMs > 0 ? score - (this.finishedTtlMs + this.indexMarginMs) * 1000 : 0;
     const zadd = () => this.client.zadd(index, 'NX', score, task.id);
-    const tadd = () => ADD_TO_TENANT.run(this.client, [tenantIndex], [tenantScore(task, score), task.id, trimBefore]);
+    // The trim rides on one create in TRIM_EVERY (a script, three commands); the others add with
+    // one ZADD: a tenant's set stays bounded all the same, by at most TRIM_EVERY entries more.
+    const tadd = () => (trimBefore > 0 && this.seq % TRIM_EVERY === 0
+      ? ADD_TO_TENANT.run(this.client, [tenantIndex], [tenantScore(task, score), task.id, trimBefore])
+      : this.client.zadd(tenantIndex, 'NX', tenantScore(task, score), task.id));
     const set = () => this.client.set(this.keys.task(task.id), encodeRecord(task), 'NX');
     // One connection runs its commands in order, so on one Redis the ZADDs land first within one
     // round trip. A cluster keeps the indexes and the task on different nodes, over different
@@ -157,7 +166,7 @@ export class RedisTaskStore implements TaskStore {
     const s = await TRANSITION.run(this.client, [this.keys.task(id)], [encodePatch(patch), this.finishedTtlMs, ...from.map(jsonValue)]);
     if (typeof s !== 'string') return undefined;
     const task = decodeRecord<TaskRecord>(s);
-    if (task.finalized === true) await this.client.zrem(this.index(), id);
+    if (task.finalized === true) this.unindex(id);
     return task;
   }
 
@@ -224,6 +233,22 @@ export class RedisTaskStore implements TaskStore {
       after = `(${scores[scores.length - 1]}`;
     }
     return out;
+  }
+
+  /**
+   * A finalized task leaves the unsettled index in a batch: one ZREM per tick for every task
+   * finalized in it. The index is a superset, so a removal lost (a crash, Redis away) only leaves
+   * an entry that listUnsettled filters out and removes.
+   */
+  private unindex(id: string): void {
+    if (this.finalized.length === 0) {
+      setImmediate(() => {
+        const ids = this.finalized;
+        this.finalized = [];
+        this.client.zrem(this.index(), ...ids).catch(() => {});
+      });
+    }
+    this.finalized.push(id);
   }
 
   private index(): string {
