@@ -8,7 +8,6 @@
 // Redis commands per request (INFO commandstats deltas; for creates, the submissions and polls
 // that ran in the window count too). The load generator and the stubs run in this process: on a
 // small machine they share the cores with the workers and Redis, so read the figures as a method.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +21,7 @@ import { metricValue } from '../test/helpers/metrics.ts';
 import { NO_LIMITS } from '../test/helpers/gateway.ts';
 import { startBenchUpstream } from './chat-upstream.ts';
 import { startStub } from './stub-upstream.ts';
+import { ADMIN, admin, startServe } from './serve.ts';
 import { chatRequest, createRequest } from './support.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -29,7 +29,6 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const WORKERS = (process.env.BENCH_WORKERS ?? '1 2').split(/\s+/).map(Number);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
-const ADMIN = 'bench-admin-token';
 const D = '/vendors/provider_d/v1/model_d/generation';
 
 interface Redisish { cpu: number; calls: Map<string, number>; clients: number }
@@ -43,23 +42,7 @@ async function redisNow(r: Redis): Promise<Redisish> {
   return { cpu: num('used_cpu_sys') + num('used_cpu_user'), calls, clients };
 }
 
-async function startServe(config: string, workers: number, port: number): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, [join(ROOT, 'engine/cli/main.ts'), 'serve', '--config', config, '--workers', String(workers)], {
-    cwd: ROOT, env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (let i = 0; ; i++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
-    if (ok) return proc;
-    if (proc.exitCode !== null || i > 600) throw new Error('serve --workers did not become ready');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
-async function admin(base: string, path: string, body: unknown): Promise<any> {
-  const r = await fetch(`${base}/admin/v1${path}`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
-  return r.json();
-}
 
 async function window(label: string, base: string, metricsUrl: string, redis: Redis, one: (pool: Pool) => Promise<boolean>): Promise<void> {
   const pool = new Pool(base, { connections: CONNECTIONS, pipelining: 1 });
@@ -121,7 +104,7 @@ upstreams:
   provider_d: { base_url: "${stub.url}", credentials: { api_key: bench } }
 `);
     const port = await freePort();
-    const proc = await startServe(config, n, port);
+    const proc = await startServe(config, port, ['--workers', String(n)]);
     const base = `http://127.0.0.1:${port}`;
     const tenant = await admin(base, '/tenants', { name: 'bench' });
     const { key } = await admin(base, `/tenants/${tenant.id}/keys`, {});
