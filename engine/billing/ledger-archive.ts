@@ -7,14 +7,17 @@
 // line before and after it moved. The mover, per tenant:
 //   1. claimArchive: the oldest lines due (one day, at most SEGMENT_LINES) and the tenant's
 //      archive lease, so two processes never write the same lines;
-//   2. put the segment (atomic: whole or nothing), read it back and compare its hash;
-//   3. trimArchived: one script drops exactly those lines (checked by first/last seq and id,
-//      and that the lease is still ours) and moves the archived mark.
-// A kill between 2 and 3 leaves the lines in the store and the mark unmoved: the next run claims
-// the same first line and writes the same key again (a superset of the same day at most), then
-// trims. Nothing is lost, and no line is in two segments. Readers also take each seq once.
+//   2. create the segment (atomic, and never replacing a segment already there), read it back
+//      and compare its hash;
+//   3. trimArchived: one script drops exactly the segment's lines (checked by first/last seq and
+//      id, and that the lease is still ours) and moves the archived mark.
+// When the key is taken (a run killed between 2 and 3, or a stalled mover whose lease ran out
+// landing after, or before, the one that took over), the segment there wins: its lines must be
+// ours wherever both have a line (else nothing is trimmed), and the trim drops the segment's lines,
+// no more: a shorter segment leaves the rest of ours for the next claim and the next key; a longer
+// one was another's claim. Nothing is lost, and no line is in two segments. Readers also take
+// each seq once.
 import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import type { Logger } from 'pino';
 import { recurring, type JobScheduler } from '../jobs/scheduler.ts';
@@ -88,14 +91,14 @@ export class LedgerArchive {
       const batch = await this.d.store.claimArchive(tenantId, { owner: this.owner, now, leaseMs: this.d.leaseMs ?? 60_000, before, max: this.d.segmentLines ?? SEGMENT_LINES });
       if (batch.status !== 'ok') return moved;
       const first = batch.entries[0]!;
-      const last = batch.entries.at(-1)!;
-      await this.write(segmentKey(tenantId, first), batch.entries);
+      const held = await this.write(segmentKey(tenantId, first), batch.entries);
+      const last = held.at(-1)!;
       if (!(await this.d.store.trimArchived(tenantId, { owner: this.owner, first, last }))) {
         this.d.logger.warn({ tenantId, first: first.seq, last: last.seq }, 'ledger lines archived but not trimmed: another archiver moved first');
         return moved;
       }
-      moved += batch.entries.length;
-      ledgerLinesArchived.inc(batch.entries.length);
+      moved += held.length;
+      ledgerLinesArchived.inc(held.length);
     }
   }
 
@@ -159,15 +162,27 @@ export class LedgerArchive {
     return lines;
   }
 
-  /** Writes a segment and reads it back: the store trims only what is durably there. */
-  private async write(key: string, entries: LedgerEntry[]): Promise<void> {
+  /**
+   * Creates the segment and reads it back, answering the lines it holds: the store trims only
+   * what is durably there. A segment already under the key is never replaced (a writer that
+   * stalled past its lease must not overwrite the copy written meanwhile): it is answered when its
+   * lines are ours wherever both have one, else this throws and nothing is trimmed.
+   */
+  private async write(key: string, entries: LedgerEntry[]): Promise<LedgerEntry[]> {
     const body = entries.map((e) => JSON.stringify(e)).join('\n') + '\n';
-    const sum = createHash('sha256').update(body).digest('hex');
-    await this.d.backend.put(key, Readable.from([Buffer.from(body)]), 'application/x-ndjson');
+    const stored = await this.d.backend.create(key, Buffer.from(body), 'application/x-ndjson');
     const back = await text(await this.d.backend.read(key));
-    if (createHash('sha256').update(back).digest('hex') !== sum) throw new Error(`ledger segment ${key} reads back different from what was written`);
     this.segments.delete(key);
     this.index.delete(key.split('/')[1]!);
+    if (stored) {
+      if (sha256(back) !== sha256(body)) throw new Error(`ledger segment ${key} reads back different from what was written`);
+      return entries;
+    }
+    const there = parseSegment(back);
+    const differs = there.findIndex((e, i) => i < entries.length && lineOf(e) !== lineOf(entries[i]!));
+    if (!there.length || differs >= 0) throw new Error(`ledger segment ${key} is already there and holds other lines than ours (from seq ${there[differs]?.seq ?? entries[0]!.seq})`);
+    this.d.logger.info({ key, ours: entries.length, there: there.length }, 'ledger segment already written (by a run cut short or another archiver): its lines are trimmed, not replaced');
+    return there;
   }
 }
 
@@ -178,4 +193,13 @@ export function segmentKey(tenantId: string, first: Pick<LedgerEntry, 'at' | 'se
 
 export function parseSegment(body: string): LedgerEntry[] {
   return body.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as LedgerEntry);
+}
+
+function sha256(body: string): string {
+  return createHash('sha256').update(body).digest('hex');
+}
+
+/** A line's every field in a fixed order: two segments' copies of a line compare equal whatever their key order. */
+function lineOf(e: LedgerEntry): string {
+  return JSON.stringify([e.seq, e.id, e.at, e.kind, e.amount, e.ref, e.note]);
 }

@@ -33,6 +33,13 @@ export interface ResultBackend {
    * could be served. Writing the same key again replaces it (a re-driven copy).
    */
   put(key: string, body: Readable, contentType: string): Promise<StoredFile>;
+  /**
+   * Store `body` under `key` only when nothing is there yet: never replaces (the ledger archive's
+   * segments are immutable, and a stalled writer landing late must not overwrite the copy another
+   * wrote meanwhile). Answers the file, or undefined when the key was already taken (the caller
+   * reads what is there). Atomic like put, and durable once it answers.
+   */
+  create(key: string, body: Buffer, contentType: string): Promise<StoredFile | undefined>;
   stat(key: string): Promise<StoredFile | undefined>;
   /** The bytes of `key`, or of the inclusive range [start, end]. */
   read(key: string, range?: { start: number; end: number }): Promise<Readable>;

@@ -1,7 +1,9 @@
 // The ledger archive (engine/billing/ledger-archive.ts) over every wallet adapter (memory, Redis,
 // one-node Redis Cluster) and both result backends (a local directory; S3 on s3rver): lines
 // leave the store only after their segment is written and read back, a mover cut between the
-// write and the trim loses and duplicates nothing, two archivers never write a line twice, and
+// write and the trim loses and duplicates nothing, two archivers never write a line twice, a
+// stalled archiver landing after its lease ran out (after or before the one that took over)
+// replaces no segment and loses nothing, and
 // the ledger API and the CSV rows are the same lines (ids, seqs, order, cursors) before and after.
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -50,6 +52,27 @@ async function trade(store: WalletStore, clock: ManualClock, n: number): Promise
   }
 }
 
+/** The backend whose segment writes wait at the door until let through: a mover stalled mid-write. */
+function stalled(backend: ResultBackend): { backend: ResultBackend; atWrite: Promise<void>; go: () => void } {
+  let reached!: () => void;
+  let go!: () => void;
+  const atWrite = new Promise<void>((r) => (reached = r));
+  const door = new Promise<void>((r) => (go = r));
+  const create = async (...a: Parameters<ResultBackend['create']>) => {
+    reached();
+    await door;
+    return backend.create(...a);
+  };
+  return { backend: Object.assign(Object.create(backend) as ResultBackend, { create }), atWrite, go };
+}
+
+/** Every segment's key and bytes. */
+async function segmentFiles(backend: ResultBackend): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for await (const f of backend.list('ledger/')) out[f.key] = await new Response((await backend.read(f.key)) as unknown as ReadableStream).text();
+  return out;
+}
+
 /** Every page of the ledger API (limit 7), and every CSV row, newest first. */
 async function readAll(billing: BillingService, reports: LedgerReports): Promise<{ pages: unknown[]; rows: LedgerEntry[] }> {
   const pages: unknown[] = [];
@@ -81,7 +104,7 @@ for (const kind of ['local', 's3'] as const) {
     afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
     const stores = () => env.pair<WalletStore>(() => new MemoryWalletStore(), (client, p) => new RedisWalletStore({ client, prefix: p }));
-    const archiveOf = (store: WalletStore, clock: ManualClock, b: ResultBackend = backend) => new LedgerArchive({ store, backend: b, clock, logger, retentionMs: HOUR });
+    const archiveOf = (store: WalletStore, clock: ManualClock, b: ResultBackend = backend, segmentLines?: number) => new LedgerArchive({ store, backend: b, clock, logger, retentionMs: HOUR, segmentLines });
 
     it('answers the same lines, seqs, order and cursors through the API and the CSV rows before and after archiving', async () => {
       const clock = new ManualClock(Date.parse('2026-03-01T20:00:00.000Z'));
@@ -120,7 +143,7 @@ for (const kind of ['local', 's3'] as const) {
       const clock = new ManualClock(Date.parse('2026-03-01T08:00:00.000Z'));
       const { a } = stores();
       await trade(a, clock, 20);
-      const failing: ResultBackend = Object.assign(Object.create(backend) as ResultBackend, { put: async () => Promise.reject(new Error('disk full')) });
+      const failing: ResultBackend = Object.assign(Object.create(backend) as ResultBackend, { create: async () => Promise.reject(new Error('disk full')) });
       const corrupt: ResultBackend = Object.assign(Object.create(backend) as ResultBackend, {
         read: async (key: string) => {
           const { Readable: R } = await import('node:stream');
@@ -156,6 +179,73 @@ for (const kind of ['local', 's3'] as const) {
       const kept = (await a.snapshot(T)).entries;
       expect([...lines, ...kept].map((e) => e.seq)).to.deep.equal(all.map((e) => e.seq));
       expect([...lines, ...kept].map((e) => e.id)).to.deep.equal(all.map((e) => e.id));
+    });
+
+    it('a stalled archiver landing after its lease ran out and another took over replaces no segment and loses nothing', async () => {
+      const clock = new ManualClock(Date.parse('2026-03-01T08:00:00.000Z'));
+      const { a, b } = stores();
+      await trade(a, clock, 30);
+      const all = (await a.snapshot(T)).entries;
+      // The stale one claimed 4 lines (fewer were due then, or its segments are smaller) and stalls in the write.
+      const stale = stalled(backend);
+      const late = archiveOf(a, clock, stale.backend, 4).archiveTenant(T);
+      await stale.atWrite;
+      clock.advance(61_000); // its lease runs out
+      const moved = await archiveOf(b, clock, backend, 10).archiveTenant(T);
+      expect(moved).to.be.greaterThan(10);
+      const files = await segmentFiles(backend);
+      const billing = new BillingService({ store: b, ledger: archiveOf(b, clock), clock });
+      const before = await readAll(billing, new LedgerReports(archiveOf(b, clock)));
+      stale.go();
+      expect(await late, 'the stale one trims nothing').to.equal(0);
+      expect(await segmentFiles(backend), 'every segment as the taker-over wrote it').to.deep.equal(files);
+      const fresh = archiveOf(a, clock);
+      expect(await readAll(new BillingService({ store: a, ledger: fresh, clock }), new LedgerReports(fresh))).to.deep.equal(before);
+      const lines = await archived(backend);
+      const snap = await a.snapshot(T);
+      expect([...lines, ...snap.entries].map((e) => e.id)).to.deep.equal(all.map((e) => e.id));
+      expect(checkLedger(snap).violations).to.deep.equal([]);
+    });
+
+    it('a stalled archiver landing first, while the taker-over is mid-write: each line once, none lost', async () => {
+      const clock = new ManualClock(Date.parse('2026-03-01T08:00:00.000Z'));
+      const { a, b } = stores();
+      await trade(a, clock, 30);
+      const all = (await a.snapshot(T)).entries;
+      const stale = stalled(backend);
+      const late = archiveOf(a, clock, stale.backend, 4).archiveTenant(T);
+      await stale.atWrite;
+      clock.advance(61_000);
+      const taker = stalled(backend);
+      const moving = archiveOf(b, clock, taker.backend, 10).archiveTenant(T);
+      await taker.atWrite; // claimed 10 lines under its own lease
+      stale.go();
+      expect(await late, 'its segment is written, its trim refused (the lease is not its)').to.equal(0);
+      expect((await archived(backend)).map((e) => e.seq)).to.deep.equal([1, 2, 3, 4]);
+      taker.go();
+      const moved = await moving;
+      // The taker-over finds 4 lines of its 10 under the key: trims those, then claims from line 5 on.
+      const lines = await archived(backend);
+      expect(lines.length).to.equal(moved);
+      expect(lines.map((e) => e.seq)).to.deep.equal(Array.from({ length: moved }, (_, i) => i + 1));
+      const keys = Object.keys(await segmentFiles(backend)).sort();
+      expect(keys.slice(0, 2)).to.deep.equal([`ledger/${T}/2026-03-01/0000000000000001`, `ledger/${T}/2026-03-01/0000000000000005`]);
+      const snap = await a.snapshot(T);
+      expect([...lines, ...snap.entries].map((e) => e.id)).to.deep.equal(all.map((e) => e.id));
+      expect(checkLedger(snap).violations).to.deep.equal([]);
+      const page = await archiveOf(a, clock).list(T, 1000);
+      expect(page.entries.map((e) => e.id)).to.deep.equal(all.map((e) => e.id).reverse());
+    });
+
+    it('a segment already there with other lines than ours: nothing is trimmed', async () => {
+      const clock = new ManualClock(Date.parse('2026-03-01T08:00:00.000Z'));
+      const { a } = stores();
+      await trade(a, clock, 20);
+      const first = (await a.snapshot(T)).entries[0]!;
+      await backend.create(`ledger/${T}/2026-03-01/0000000000000001`, Buffer.from(JSON.stringify({ ...first, amount: first.amount + 1 }) + '\n'), 'application/x-ndjson');
+      const err = await archiveOf(a, clock).archiveTenant(T).then(() => null, (e: Error) => e);
+      expect(err?.message).to.match(/already there and holds other lines/);
+      expect((await a.list(T, 1000)).archivedThrough ?? 0).to.equal(0);
     });
 
     it('two archivers at once (two connections) write every line once', async () => {

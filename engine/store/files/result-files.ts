@@ -3,10 +3,12 @@
 // file (`.part-<random>` beside its key) and is renamed into place with its metadata, so a reader
 // sees a whole file or none; partial files left by a killed process are deleted by the walk of
 // the retention sweep once they are an hour old. In Redis mode every gateway process must see
-// the same directory (a shared volume): docs/results.md.
-import { createHash, randomBytes } from 'node:crypto';
+// the same directory (a shared volume): docs/results.md. A publish fsyncs the directories it
+// changed: a rename is durable only once its directory is, and a ledger segment's lines leave the
+// wallet store as soon as it is published.
+import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { link, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -33,8 +35,8 @@ export class LocalResultFiles implements ResultBackend {
 
   async put(key: string, body: Readable, contentType: string): Promise<StoredFile> {
     const target = this.path(key);
-    await mkdir(dirname(target), { recursive: true });
-    const part = join(dirname(target), `${PART}${randomBytes(8).toString('hex')}`);
+    const created = await mkdir(dirname(target), { recursive: true });
+    const part = partOf(target);
     const hash = createHash('sha256');
     let size = 0;
     const count = new Transform({
@@ -48,16 +50,43 @@ export class LocalResultFiles implements ResultBackend {
       // flush: fsync before close, so the rename publishes bytes that are on disk (a ledger segment
       // is trimmed from the store once it is written).
       await pipeline(body, count, createWriteStream(part, { flush: true }));
-      const file: StoredFile = { size, contentType, etag: `"${hash.digest('base64url').slice(0, 32)}"`, writtenAt: Date.now() };
+      const file: StoredFile = { size, contentType, etag: etagOf(hash), writtenAt: Date.now() };
       // Metadata first: a data file without it is never served (stat reads both).
       await writeFile(`${part}${META}`, JSON.stringify(file));
       await rename(`${part}${META}`, `${target}${META}`);
       await rename(part, target);
+      await syncDirs(dirname(target), created);
       return file;
     } catch (err) {
       await rm(part, { force: true });
       await rm(`${part}${META}`, { force: true });
       throw err;
+    }
+  }
+
+  async create(key: string, body: Buffer, contentType: string): Promise<StoredFile | undefined> {
+    const target = this.path(key);
+    const created = await mkdir(dirname(target), { recursive: true });
+    const part = partOf(target);
+    const file: StoredFile = { size: body.length, contentType, etag: etagOf(createHash('sha256').update(body)), writtenAt: Date.now() };
+    try {
+      await writeFile(part, body, { flush: true });
+      // link, unlike rename, never replaces: EEXIST when the key is taken. The data decides, so
+      // its metadata follows it (a taken key's metadata stays the winner's).
+      try {
+        await link(part, target);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
+        throw err;
+      }
+      await writeFile(`${part}${META}`, JSON.stringify(file));
+      await rename(`${part}${META}`, `${target}${META}`);
+      await rm(part);
+      await syncDirs(dirname(target), created);
+      return file;
+    } finally {
+      await rm(part, { force: true });
+      await rm(`${part}${META}`, { force: true });
     }
   }
 
@@ -120,4 +149,33 @@ export class LocalResultFiles implements ResultBackend {
   }
 
   async close(): Promise<void> {}
+}
+
+function partOf(target: string): string {
+  return join(dirname(target), `${PART}${randomBytes(8).toString('hex')}`);
+}
+
+function etagOf(sha256: Hash): string {
+  return `"${sha256.digest('base64url').slice(0, 32)}"`;
+}
+
+/**
+ * fsync `dir`, and when mkdir made it (`created`: the topmost directory it made), the parent of
+ * each directory made: a new entry survives a power loss only once the directory holding it is
+ * on disk.
+ */
+async function syncDirs(dir: string, created: string | undefined): Promise<void> {
+  const dirs = [dir];
+  for (let d = dir; created !== undefined && d !== dirname(created) && dirname(d) !== d; ) {
+    d = dirname(d);
+    dirs.push(d);
+  }
+  for (const d of dirs) {
+    const fd = await open(d, 'r');
+    try {
+      await fd.sync();
+    } finally {
+      await fd.close();
+    }
+  }
 }
