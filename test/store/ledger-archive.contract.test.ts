@@ -181,16 +181,27 @@ for (const kind of ['local', 's3'] as const) {
       expect([...lines, ...kept].map((e) => e.id)).to.deep.equal(all.map((e) => e.id));
     });
 
-    it('a stalled archiver landing after its lease ran out and another took over replaces no segment and loses nothing', async () => {
+    /** 30 trades' lines, and a mover that claimed 4 of them (fewer were due then, or its segments are smaller), stalled in its write past its lease. */
+    const staleMover = async () => {
       const clock = new ManualClock(Date.parse('2026-03-01T08:00:00.000Z'));
       const { a, b } = stores();
       await trade(a, clock, 30);
       const all = (await a.snapshot(T)).entries;
-      // The stale one claimed 4 lines (fewer were due then, or its segments are smaller) and stalls in the write.
       const stale = stalled(backend);
       const late = archiveOf(a, clock, stale.backend, 4).archiveTenant(T);
       await stale.atWrite;
       clock.advance(61_000); // its lease runs out
+      return { clock, a, b, all, stale, late };
+    };
+    /** The segments then the store hold every line of `all` once, in order, and the ledger replays. */
+    const expectEveryLineOnce = async (store: WalletStore, all: LedgerEntry[]) => {
+      const snap = await store.snapshot(T);
+      expect([...(await archived(backend)), ...snap.entries].map((e) => e.id)).to.deep.equal(all.map((e) => e.id));
+      expect(checkLedger(snap).violations).to.deep.equal([]);
+    };
+
+    it('a stalled archiver landing after its lease ran out and another took over replaces no segment and loses nothing', async () => {
+      const { clock, a, b, all, stale, late } = await staleMover();
       const moved = await archiveOf(b, clock, backend, 10).archiveTenant(T);
       expect(moved).to.be.greaterThan(10);
       const files = await segmentFiles(backend);
@@ -201,21 +212,11 @@ for (const kind of ['local', 's3'] as const) {
       expect(await segmentFiles(backend), 'every segment as the taker-over wrote it').to.deep.equal(files);
       const fresh = archiveOf(a, clock);
       expect(await readAll(new BillingService({ store: a, ledger: fresh, clock }), new LedgerReports(fresh))).to.deep.equal(before);
-      const lines = await archived(backend);
-      const snap = await a.snapshot(T);
-      expect([...lines, ...snap.entries].map((e) => e.id)).to.deep.equal(all.map((e) => e.id));
-      expect(checkLedger(snap).violations).to.deep.equal([]);
+      await expectEveryLineOnce(a, all);
     });
 
     it('a stalled archiver landing first, while the taker-over is mid-write: each line once, none lost', async () => {
-      const clock = new ManualClock(Date.parse('2026-03-01T08:00:00.000Z'));
-      const { a, b } = stores();
-      await trade(a, clock, 30);
-      const all = (await a.snapshot(T)).entries;
-      const stale = stalled(backend);
-      const late = archiveOf(a, clock, stale.backend, 4).archiveTenant(T);
-      await stale.atWrite;
-      clock.advance(61_000);
+      const { clock, a, b, all, stale, late } = await staleMover();
       const taker = stalled(backend);
       const moving = archiveOf(b, clock, taker.backend, 10).archiveTenant(T);
       await taker.atWrite; // claimed 10 lines under its own lease
@@ -230,9 +231,7 @@ for (const kind of ['local', 's3'] as const) {
       expect(lines.map((e) => e.seq)).to.deep.equal(Array.from({ length: moved }, (_, i) => i + 1));
       const keys = Object.keys(await segmentFiles(backend)).sort();
       expect(keys.slice(0, 2)).to.deep.equal([`ledger/${T}/2026-03-01/0000000000000001`, `ledger/${T}/2026-03-01/0000000000000005`]);
-      const snap = await a.snapshot(T);
-      expect([...lines, ...snap.entries].map((e) => e.id)).to.deep.equal(all.map((e) => e.id));
-      expect(checkLedger(snap).violations).to.deep.equal([]);
+      await expectEveryLineOnce(a, all);
       const page = await archiveOf(a, clock).list(T, 1000);
       expect(page.entries.map((e) => e.id)).to.deep.equal(all.map((e) => e.id).reverse());
     });
