@@ -3,7 +3,8 @@
 // (bench/chat-upstream.ts), N chats 8 at a time after a warm-up; INFO commandstats deltas count
 // every command, those run inside scripts included (as issue 33 counts them). Two configs:
 // `NO_LIMITS` (as bench/workers.ts) and with every rate window, concurrency and daily spend on.
-// Env: CHATS (2000), CONCURRENCY (8).
+// Also Redis's CPU per chat (INFO cpu deltas; the gateway shares the machine, so a method more than
+// a figure). Env: CHATS (2000), CONCURRENCY (8).
 import { Pool } from 'undici';
 import type { Redis } from 'ioredis';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +21,13 @@ const CHATS = Number(process.env.CHATS ?? 2000);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 8);
 const big = { per_second: 1_000_000_000, per_minute: 1_000_000_000, per_day: 1_000_000_000 };
 const LIMITS = `limits: ${JSON.stringify({ rate: { key: big, tenant: big, model: big }, concurrent_tasks: 1000, daily_spend_credits: '1000000000.00' })}`;
+
+/** Redis's CPU seconds so far (user + sys). */
+async function redisCpu(r: Redis): Promise<number> {
+  const info = await r.info('cpu');
+  const num = (k: string) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info)![1]);
+  return num('used_cpu_sys') + num('used_cpu_user');
+}
 
 async function calls(r: Redis): Promise<Map<string, number>> {
   const out = new Map<string, number>();
@@ -61,13 +69,14 @@ upstreams: { provider_c: { base_url: "${up.url}", credentials: { api_key: sk-ben
   };
   await run(200);
   await new Promise((r) => setTimeout(r, 300));
-  const before = await calls(probe);
+  const [before, cpu0] = [await calls(probe), await redisCpu(probe)];
   const bad = await run(CHATS);
   await new Promise((r) => setTimeout(r, 300));
-  const after = await calls(probe);
+  const [after, cpu1] = [await calls(probe), await redisCpu(probe)];
   const delta = [...after].map(([c, n]) => [c, n - (before.get(c) ?? 0)] as const).filter(([c, n]) => n > 0 && c !== 'info').sort((a, b) => b[1] - a[1]);
   const total = delta.reduce((s, [, n]) => s + n, 0);
-  console.log(`${label}: ${(total / CHATS).toFixed(2)} Redis commands per chat (${CHATS} chats, ${bad} not 200): ${delta.map(([c, n]) => `${c} ${(n / CHATS).toFixed(2)}`).join(', ')}`);
+  const named = delta.filter(([, n]) => n / CHATS >= 0.005);
+  console.log(`${label}, ${CONCURRENCY} at a time: ${(total / CHATS).toFixed(2)} Redis commands per chat (${CHATS} chats, ${bad} not 200), Redis CPU ${Math.round(((cpu1 - cpu0) / CHATS) * 1e6)} µs per chat: ${named.map(([c, n]) => `${c} ${(n / CHATS).toFixed(2)}`).join(', ')}`);
   await pool.close();
   await gw.close();
 }
