@@ -35,6 +35,8 @@ export function services(config: GatewayConfig, stores: Stores, clock: Clock, lo
     rateCounters: stores.rateCounters,
     config: config.limits as LimitsConfigInput,
     clock,
+    // Limit overrides live in the tenant's directory record: its change feed says when to read again.
+    changes: stores.tenants.changes,
     // A tenant that does not exist has none; a store that cannot be read is the request's 503,
     // never the defaults in place of the tenant's own limits.
     tenantOverrides: async (id) => (await tenants.getTenant(id).catch((err: unknown) => {

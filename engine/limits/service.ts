@@ -30,9 +30,17 @@ export interface LimitsServiceOptions {
   /** A tenant's overrides are read again after this long at most (default 5 s). */
   overridesTtlMs?: number;
   /**
-   * How often the shared overrides version is read (default 250 ms): a change made by any
-   * process is seen by every other within this (plus a round trip). Cached overrides are used
-   * only while the version was read within OVERRIDES_TRUST_MS.
+   * The store's change feed of the directory the overrides live in (Redis: every limits change
+   * is PUBLISHed by the script that writes it, engine/store/redis/directory-feed.ts). With it,
+   * cached overrides are used only while the feed is live and has not moved since they were
+   * read: no polling, so an idle process sends nothing for its limits. Without it (the memory
+   * store) the shared overrides version is read every overridesCheckMs.
+   */
+  changes?: { readonly live: boolean; readonly generation: number };
+  /**
+   * Without `changes`: how often the shared overrides version is read (default 250 ms): a change
+   * made by any process is seen by every other within this (plus a round trip). Cached overrides
+   * are used only while the version was read within OVERRIDES_TRUST_MS.
    */
   overridesCheckMs?: number;
 }
@@ -50,6 +58,8 @@ const OVERRIDES_TRUST_MS = 1000;
 
 interface CachedOverrides {
   at: number;
+  /** The change feed's generation before the read (with `changes`). */
+  feed: number;
   value: TenantLimitsInput | undefined;
   merged: Map<string, EffectiveLimits>;
 }
@@ -80,6 +90,7 @@ export class LimitsService implements SpendGuard {
   private versionReadAt = 0;
   private generation = 0;
   private readonly watcher: NodeJS.Timeout | undefined;
+  private readonly changes: LimitsServiceOptions['changes'];
 
   constructor(opts: LimitsServiceOptions) {
     this.store = opts.store;
@@ -88,7 +99,8 @@ export class LimitsService implements SpendGuard {
     this.rates = new RateLimits(opts.rateCounters, this.clock);
     this.tenantOverrides = opts.tenantOverrides;
     this.overridesTtlMs = opts.overridesTtlMs ?? 5_000;
-    if (this.tenantOverrides) {
+    this.changes = opts.changes;
+    if (this.tenantOverrides && !this.changes) {
       this.watcher = setInterval(() => void this.checkVersion(), opts.overridesCheckMs ?? 250).unref();
       void this.checkVersion();
     }
@@ -123,12 +135,14 @@ export class LimitsService implements SpendGuard {
     if (!this.tenantOverrides) return this.config.forTenant(tenantId, model);
     const now = this.clock.now();
     let cached = this.overrides.get(tenantId);
-    if (!cached || now - cached.at >= this.overridesTtlMs || Date.now() - this.versionReadAt > OVERRIDES_TRUST_MS) {
-      // A read that started before the cache was cleared may hold overrides older than the
-      // change that cleared it: it serves its own request but is not cached.
+    if (!cached || now - cached.at >= this.overridesTtlMs || !this.trusted(cached)) {
+      // A read that started before the cache was cleared (or the feed moved) may hold overrides
+      // older than the change that cleared it: it serves its own request but is not cached.
       const generation = this.generation;
-      cached = { at: now, value: await this.tenantOverrides(tenantId), merged: new Map() };
-      if (generation === this.generation) {
+      const feed = this.changes?.generation ?? 0;
+      const live = this.changes?.live ?? true;
+      cached = { at: now, feed, value: await this.tenantOverrides(tenantId), merged: new Map() };
+      if (generation === this.generation && live) {
         if (this.overrides.size > 10_000) this.overrides.clear();
         this.overrides.set(tenantId, cached);
       }
@@ -143,14 +157,21 @@ export class LimitsService implements SpendGuard {
     return eff;
   }
 
+  /** Cached overrides may answer: the feed live and unmoved since they were read, or (no feed) the version read lately. */
+  private trusted(cached: CachedOverrides): boolean {
+    if (this.changes) return this.changes.live && this.changes.generation === cached.feed;
+    return Date.now() - this.versionReadAt <= OVERRIDES_TRUST_MS;
+  }
+
   /**
-   * A tenant's overrides were just changed (in this process): forget them here, and bump the
-   * shared version so every other process forgets its cached overrides within overridesCheckMs.
+   * A tenant's overrides were just changed (in this process): forget them here. With a change
+   * feed the write itself announced the change to every process; without one, bump the shared
+   * version so every other process forgets its cached overrides within overridesCheckMs.
    */
   async invalidate(tenantId: string): Promise<void> {
     this.overrides.delete(tenantId);
     this.generation++;
-    await this.store.bumpOverridesVersion();
+    if (!this.changes) await this.store.bumpOverridesVersion();
   }
 
   /** Count one request; throws 1004 (429, Retry-After) when a key, model or tenant rate is exceeded. */

@@ -94,4 +94,29 @@ describe('limits: run-time overrides', () => {
     const err = await a.effective(T, undefined).then(() => undefined, (e: unknown) => e);
     expect(err).to.include({ code: 4003 });
   });
+
+  it('with a change feed: no version reads; cached overrides answer only while the feed is live and unmoved', async () => {
+    const feed = { live: true, generation: 0 };
+    const versioned = new MemoryLimitsStore();
+    let versionReads = 0;
+    versioned.overridesVersion = async () => ++versionReads;
+    const a = new LimitsService({ store: versioned, rateCounters: memoryRateCounters, config: {}, tenantOverrides: read, changes: feed, overridesCheckMs: 10 });
+    services.push(a);
+    await a.effective(T, undefined);
+    const before = reads;
+    await a.effective(T, undefined);
+    expect(reads - before, 'cached').to.equal(0);
+    feed.generation++; // a directory change announced
+    await a.effective(T, undefined);
+    expect(reads - before, 'read again after the feed moved').to.equal(1);
+    feed.live = false; // the feed silent: every request reads
+    await a.effective(T, undefined);
+    await a.effective(T, undefined);
+    expect(reads - before).to.equal(3);
+    feed.live = true; // back with no message missed (a lost subscription moves the generation too)
+    await a.effective(T, undefined);
+    expect(reads - before, 'the entry cached before answers again').to.equal(3);
+    await sleep(50);
+    expect(versionReads, 'the version is never polled').to.equal(0);
+  });
 });
