@@ -108,7 +108,8 @@ async function redisStores(config: GatewayConfig, role: Role, taskTtls: { finish
     tasks: new RedisTaskStore({ ...o, ...taskTtls }),
     tenants: new RedisTenantStore({ ...o, changes: directory }),
     sessions: new RedisSessionStore({ ...o, maxLifetimeMs: SESSION_LIFETIME_CAP_MS }),
-    wallets: new RedisWalletStore({ ...o, closedHoldTtlMs: Math.round(config.store.hold_retention_hours * 3_600_000) }),
+    // Post-paid spend goes in the settlement's script: the limits store below keeps it, same prefix.
+    wallets: new RedisWalletStore({ ...o, closedHoldTtlMs: Math.round(config.store.hold_retention_hours * 3_600_000), recordsSpend: true }),
     limits: new RedisLimitsStore({ ...o, finalRefTtlMs: Math.round(config.store.hold_retention_hours * 3_600_000) }),
     idempotency: new RedisIdempotencyStore(o),
     webhooks: new RedisWebhookStore(o),

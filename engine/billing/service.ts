@@ -194,12 +194,14 @@ export class BillingService {
    */
   async settleUsage(tenantId: string, ref: string, milli: Milli, note = ''): Promise<void> {
     assertMilli(milli, 'settlement', { nonNegative: true });
-    const r = await this.store.settle(tenantId, ref, milli, note, this.now());
+    const at = this.now();
+    // The spend is recorded with the settlement where the store can (SettleOptions), else after it.
+    const r = await this.store.settle(tenantId, ref, milli, note, at, this.spend ? { spendDay: at.slice(0, 10) } : undefined);
     const hold = r.hold;
     if (r.status === 'closed' && hold) {
       countCredits('settled', hold.settled);
       countCredits('released', hold.released);
-      await this.spend?.recordSpend(tenantId, hold.settled);
+      if (!r.spendRecorded) await this.spend?.recordSpend(tenantId, hold.settled);
       await this.lowBalance?.afterSettlement(tenantId, r.wallet);
     }
     // A hold released by someone else (the orphan sweep) covered nothing of this usage.

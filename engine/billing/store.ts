@@ -82,6 +82,18 @@ export interface CloseResult {
   status: 'closed' | 'duplicate' | 'unknown';
   hold?: HoldRecord;
   wallet: WalletRecord;
+  /** The settled amount was added to the tenant's daily spend in the same step (SettleOptions.spendDay). */
+  spendRecorded?: boolean;
+}
+
+export interface SettleOptions {
+  /**
+   * Post-paid spend (a chat's): the UTC day its settled amount counts on. A store that keeps the
+   * limits' daily spend beside the wallet (Redis, the same tenant slot) adds it in the settling
+   * step itself and says so (CloseResult.spendRecorded): one atomic step, no second write that a
+   * crash in between could lose. Others leave it to the caller (LimitsService.recordSpend).
+   */
+  spendDay?: string;
 }
 
 export interface CreditResult {
@@ -179,7 +191,7 @@ export interface WalletStore {
    */
   hold(tenantId: string, ref: string, amount: Milli, note: string, at: string, opts?: HoldOptions): Promise<HoldResult>;
   /** Settle min(actual, held) of the open hold `ref` and release the rest. Exactly once per ref. */
-  settle(tenantId: string, ref: string, actual: Milli, note: string, at: string): Promise<CloseResult>;
+  settle(tenantId: string, ref: string, actual: Milli, note: string, at: string, opts?: SettleOptions): Promise<CloseResult>;
   /** Release the open hold `ref` entirely. Exactly once per ref (a settled ref is not released). */
   release(tenantId: string, ref: string, note: string, at: string): Promise<CloseResult>;
   /** Hold and settle `amount` in one step, for usage billed after the fact; may take available below 0. Once per ref. */

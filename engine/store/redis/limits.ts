@@ -27,7 +27,10 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 return 'acquired'
 `);
 
-const SPEND_LIB = `
+// Also the wallet's CLOSE (./wallet-batches.ts), which records a chat's post-paid spend in the
+// step that settles it. add_spend prunes only when it started a day's field (a new day): one
+// HINCRBY per record otherwise.
+export const SPEND_LIB = `
 local function prune(D, cutoff)
   if redis.call('HLEN', D) > ${RETAIN_DAYS} then
     for _, d in ipairs(redis.call('HKEYS', D)) do
@@ -36,6 +39,9 @@ local function prune(D, cutoff)
   end
 end
 local function spent(D, day) return tonumber(redis.call('HGET', D, day) or '0') end
+local function add_spend(D, day, milli, cutoff)
+  if redis.call('HINCRBY', D, day, milli) == milli then prune(D, cutoff) end
+end
 `;
 
 // KEYS: days, ref. ARGV: day, milli, limit ('' = none), cutoff day, ref ttl (s).
@@ -52,8 +58,7 @@ return { 'reserved', num(s + milli) }
 
 // KEYS: days. ARGV: day, milli, cutoff day. Post-paid spend keeps no ref (see LimitsStore.recordSpend).
 const RECORD = lua(SPEND_LIB + `
-prune(KEYS[1], ARGV[3])
-redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
+add_spend(KEYS[1], ARGV[1], tonumber(ARGV[2]), ARGV[3])
 return 1
 `);
 
@@ -174,6 +179,6 @@ export class RedisLimitsStore implements LimitsStore {
 }
 
 /** The oldest day kept when writing `day` (as in the memory adapter). */
-function cutoff(day: string): string {
+export function cutoff(day: string): string {
   return new Date(Date.parse(`${day}T00:00:00Z`) - RETAIN_DAYS * 86_400_000).toISOString().slice(0, 10);
 }

@@ -3,9 +3,11 @@
 // per group on the tenant's slot, each call handled in order exactly as alone (duplicates,
 // insufficient funds, the up-to rule): the wallet read once and written once, the ledger lines
 // in one RPUSH, the hold records in one HSET. So a group of any size costs the commands one call
-// did (7 for holds, 9 to 12 for closes, counted in docs/performance.md).
+// did (7 for holds; 9 for closes, the chat's spend record included; more when closed holds fall
+// due, counted in docs/performance.md).
 import { KeyedBatches } from './batch.ts';
 import type { RedisClient } from './keys.ts';
+import { cutoff, SPEND_LIB } from './limits.ts';
 import { lua } from './script.ts';
 import { WALLET_LIB } from './wallet-lib.ts';
 
@@ -66,18 +68,20 @@ end
 return { w.th, w.as, w.la, out }
 `);
 
-// KEYS: wallet, ledger, holds, open, closed. ARGV: now ms, closed-hold ttl ms, then per close:
-// ref, actual ('' = release everything), note, at, id1, id2.
+// KEYS: wallet, ledger, holds, open, closed, spend (the limits' days, ./limits.ts). ARGV: now ms,
+// closed-hold ttl ms, the oldest spend day kept, then per close: ref, actual ('' = release
+// everything), note, at, id1, id2, spend day ('' = none: a settlement whose spend is recorded
+// here, in the same step, names the UTC day it counts on).
 // Returns { th, as, la, { status, item, b, h, seq per close } }.
-const CLOSE = lua(BATCH_LIB + `
+const CLOSE = lua(BATCH_LIB + SPEND_LIB + `
 local w = wget(KEYS[1])
-local n = (#ARGV - 2) / 6
+local n = (#ARGV - 3) / 7
 local refs = {}
-for i = 1, n do refs[i] = ARGV[2 + (i - 1) * 6 + 1] end
+for i = 1, n do refs[i] = ARGV[3 + (i - 1) * 7 + 1] end
 local ex = redis.call('HMGET', KEYS[3], unpack(refs))
-local out, lines, sets, shut, made = {}, {}, {}, {}, {}
+local out, lines, sets, shut, made, days = {}, {}, {}, {}, {}, {}
 for i = 1, n do
-  local o = 2 + (i - 1) * 6
+  local o = 3 + (i - 1) * 7
   local ref, note, at = ARGV[o + 1], ARGV[o + 3], ARGV[o + 4]
   local status, item = 'closed', made[ref] or ex[i]
   if not item then
@@ -104,6 +108,8 @@ for i = 1, n do
       if settle then h.state = 'settled' else h.state = 'released' end
       h.settled = settled
       h.released = released
+      local day = ARGV[o + 7]
+      if day ~= '' and settled > 0 then days[day] = (days[day] or 0) + settled end
       item = hold_str(h)
       keep(made, sets, ref, item)
       shut[#shut + 1] = ref
@@ -116,8 +122,9 @@ end
 if #lines > 0 then
   write(KEYS[2], KEYS[3], lines, sets)
   redis.call('SREM', KEYS[4], unpack(shut))
-  forget(KEYS[3], KEYS[5], shut, tonumber(ARGV[1]), tonumber(ARGV[2]))
+  forget(KEYS[3], KEYS[5], w, shut, tonumber(ARGV[1]), tonumber(ARGV[2]))
   wsave(KEYS[1], w)
+  for day, milli in pairs(days) do add_spend(KEYS[6], day, milli, ARGV[3]) end
 end
 return { w.th, w.as, w.la, out }
 `);
@@ -129,24 +136,30 @@ export interface WalletStep {
   wallet: string[];
 }
 
-/** A hold: ref, amount, note, at, entry id, up to ('1' / '0'). A close: ref, actual ('' = release), note, at, id1, id2. */
-type Args = [string, string, string, string, string, string];
+/** A hold: ref, amount, note, at, entry id, up to ('1' / '0'). */
+type HoldArgs = [string, string, string, string, string, string];
+/** A close: ref, actual ('' = release), note, at, id1, id2, spend day ('' = none). */
+type CloseArgs = [string, string, string, string, string, string, string];
 
 export class WalletBatches {
-  private readonly holds: KeyedBatches<Args, WalletStep>;
-  private readonly closes: KeyedBatches<Args, WalletStep>;
+  private readonly holds: KeyedBatches<HoldArgs, WalletStep>;
+  private readonly closes: KeyedBatches<CloseArgs, WalletStep>;
 
-  /** `keys(tenant)`: wallet, ledger, holds, open, closed; `forget()`: now ms and the closed-hold ttl ms. */
+  /** `keys(tenant)`: wallet, ledger, holds, open, closed, spend; `forget()`: now ms and the closed-hold ttl ms. */
   constructor(client: RedisClient, keys: (tenantId: string) => string[], forget: () => [string, string]) {
     this.holds = new KeyedBatches(async (tenantId, calls) => steps(await HOLD.run(client, keys(tenantId).slice(0, 4), calls.flat())));
-    this.closes = new KeyedBatches(async (tenantId, calls) => steps(await CLOSE.run(client, keys(tenantId), [...forget(), ...calls.flat()])));
+    this.closes = new KeyedBatches(async (tenantId, calls) => {
+      const [now, ttl] = forget();
+      const today = new Date(Number(now)).toISOString().slice(0, 10);
+      return steps(await CLOSE.run(client, keys(tenantId), [now, ttl, cutoff(today), ...calls.flat()]));
+    });
   }
 
-  hold(tenantId: string, args: Args): Promise<WalletStep> {
+  hold(tenantId: string, args: HoldArgs): Promise<WalletStep> {
     return this.holds.call(tenantId, args);
   }
 
-  close(tenantId: string, args: Args): Promise<WalletStep> {
+  close(tenantId: string, args: CloseArgs): Promise<WalletStep> {
     return this.closes.call(tenantId, args);
   }
 }

@@ -3,11 +3,15 @@
 // retention.
 export const WALLET_LIB = `
 local function wget(W)
-  local v = redis.call('HMGET', W, 'b', 'h', 'th', 'as', 'la', 'seq')
-  return { b = tonumber(v[1] or '0'), h = tonumber(v[2] or '0'), th = v[3] or '', as = v[4] or 'NORMAL', la = v[5] or '', seq = tonumber(v[6] or '0') }
+  local v = redis.call('HMGET', W, 'b', 'h', 'th', 'as', 'la', 'seq', 'fh')
+  return { b = tonumber(v[1] or '0'), h = tonumber(v[2] or '0'), th = v[3] or '', as = v[4] or 'NORMAL', la = v[5] or '', seq = tonumber(v[6] or '0'), fh = tonumber(v[7] or '0') }
 end
 local function wsave(W, w)
-  redis.call('HSET', W, 'b', num(w.b), 'h', num(w.h), 'seq', num(w.seq), 'as', w.as)
+  if w.fhset then
+    redis.call('HSET', W, 'b', num(w.b), 'h', num(w.h), 'seq', num(w.seq), 'as', w.as, 'fh', num(w.fh))
+  else
+    redis.call('HSET', W, 'b', num(w.b), 'h', num(w.h), 'seq', num(w.seq), 'as', w.as)
+  end
 end
 local function result(status, item, w)
   return { status, item, num(w.b), num(w.h), w.th, w.as, w.la, num(w.seq) }
@@ -27,30 +31,40 @@ local function hold_str(h)
   return h.state .. '|' .. num(h.amount) .. '|' .. num(h.settled) .. '|' .. num(h.released) .. '|' .. h.charge .. '|' .. num(h.seq) .. '|' .. h.at
 end
 -- Remembers when the closed holds \`refs\` are forgotten ("<forget at ms>|<ref>" appended to the
--- list C), and forgets (HDEL) up to 10 per ref of the holds already due from its head: each close
--- adds one and drains up to ten, so the closed holds kept are those of the last ttl ms (plus the
--- ones of a tenant that stopped closing). A list of short strings costs about a third of a sorted
--- set's entry (measured: 183 B per chat as a zset). Processes' clocks differ a little, so the list
--- is ordered only about: a head not yet due holds back the ones behind it, which are then
--- forgotten late, never early. An open hold is never forgotten (a ref is closed once).
--- ttl 0: closed holds are kept.
-local function forget(H, C, refs, now, ttl)
+-- list C), and forgets (HDEL) the holds already due from its head. The head is looked at only
+-- once the wallet's \`fh\` has come (w.fh: the head's forget time, but at least a second, or a
+-- tenth of the retention when shorter, after the last look), so a close usually costs one RPUSH
+-- here and no read; up to FORGET_BATCH due entries go per look, and a look that found that many
+-- looks again at the next close. A list of short
+-- strings costs about a third of a sorted set's entry (measured: 183 B per chat as a zset).
+-- Processes' clocks differ a little, so the list is ordered only about: a head not yet due holds
+-- back the ones behind it, which are then forgotten late, never early. An open hold is never
+-- forgotten (a ref is closed once). ttl 0: closed holds are kept.
+local FORGET_BATCH = 500
+local function forget(H, C, w, refs, now, ttl)
   if ttl <= 0 or #refs == 0 then return end
-  local head = redis.call('LRANGE', C, 0, 10 * #refs - 1)
-  local due = {}
-  for _, e in ipairs(head) do
-    local sep = string.find(e, '|', 1, true)
-    if tonumber(string.sub(e, 1, sep - 1)) > now then break end
-    due[#due + 1] = string.sub(e, sep + 1)
-  end
-  if #due > 0 then
-    redis.call('LTRIM', C, #due, -1)
-    local v = redis.call('HMGET', H, unpack(due))
-    local gone = {}
-    for i, r in ipairs(due) do
-      if v[i] and string.sub(v[i], 1, 5) ~= 'open|' then gone[#gone + 1] = r end
+  if w.fh <= now then
+    local head = redis.call('LRANGE', C, 0, FORGET_BATCH - 1)
+    local due, nexth = {}, nil
+    for _, e in ipairs(head) do
+      local sep = string.find(e, '|', 1, true)
+      local at = tonumber(string.sub(e, 1, sep - 1))
+      if at > now then nexth = at break end
+      due[#due + 1] = string.sub(e, sep + 1)
     end
-    if #gone > 0 then redis.call('HDEL', H, unpack(gone)) end
+    if #due > 0 then
+      redis.call('LTRIM', C, #due, -1)
+      local v = redis.call('HMGET', H, unpack(due))
+      local gone = {}
+      for i, r in ipairs(due) do
+        if v[i] and string.sub(v[i], 1, 5) ~= 'open|' then gone[#gone + 1] = r end
+      end
+      if #gone > 0 then redis.call('HDEL', H, unpack(gone)) end
+    end
+    w.fhset = true
+    if nexth then w.fh = math.max(nexth, now + math.min(1000, math.floor(ttl / 10)))
+    elseif #due == FORGET_BATCH then w.fh = now
+    else w.fh = now + ttl end
   end
   local add = {}
   for i, r in ipairs(refs) do add[i] = num(now + ttl) .. '|' .. r end

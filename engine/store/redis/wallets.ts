@@ -25,6 +25,7 @@ import type {
   LedgerPage,
   LowBalanceDecision,
   LowBalanceInput,
+  SettleOptions,
   WalletRecord,
   WalletSnapshot,
   WalletStore,
@@ -66,7 +67,7 @@ local seq = append(KEYS[2], w, ARGV[5], ARGV[4], 'hold', amount, ARGV[1], ARGV[3
 append(KEYS[2], w, ARGV[6], ARGV[4], 'settle', amount, ARGV[1], ARGV[3])
 local h = { state = 'settled', amount = amount, settled = amount, released = 0, charge = '1', seq = seq, at = ARGV[4] }
 redis.call('HSET', KEYS[3], ARGV[1], hold_str(h))
-forget(KEYS[3], KEYS[5], { ARGV[1] }, tonumber(ARGV[7]), tonumber(ARGV[8]))
+forget(KEYS[3], KEYS[5], w, { ARGV[1] }, tonumber(ARGV[7]), tonumber(ARGV[8]))
 w.b = w.b - amount
 wsave(KEYS[1], w)
 return result('closed', hold_str(h), w)
@@ -108,6 +109,11 @@ export interface RedisWalletStoreOptions extends RedisStoreOptions {
   closedHoldTtlMs?: number;
   /** Decides when a closed hold is due (the callers' clock, as in the memory adapter). */
   clock?: Clock;
+  /**
+   * The RedisLimitsStore on the same client and prefix keeps the daily spend: a settlement with a
+   * spendDay adds to it in its own script (SettleOptions). Off: the caller records spend.
+   */
+  recordsSpend?: boolean;
 }
 
 export class RedisWalletStore implements WalletStore {
@@ -115,6 +121,7 @@ export class RedisWalletStore implements WalletStore {
   private readonly keys: Keys;
   private readonly closedHoldTtlMs: number;
   private readonly clock: Clock;
+  private readonly recordsSpend: boolean;
   private readonly ledger: RedisLedger;
   /** Holds and closes, grouped per tenant (./wallet-batches.ts). */
   private readonly batches: WalletBatches;
@@ -125,6 +132,7 @@ export class RedisWalletStore implements WalletStore {
     this.closedHoldTtlMs = opts.closedHoldTtlMs ?? 0;
     if (!Number.isSafeInteger(this.closedHoldTtlMs) || this.closedHoldTtlMs < 0) throw new Error('closedHoldTtlMs must be a non-negative integer');
     this.clock = opts.clock ?? systemClock;
+    this.recordsSpend = opts.recordsSpend ?? false;
     this.ledger = new RedisLedger(this.client, (t, name) => this.k(t, name));
     this.batches = new WalletBatches(this.client, (t) => this.walletKeys(t, 'holds'), () => this.forgetArgs());
   }
@@ -147,12 +155,15 @@ export class RedisWalletStore implements WalletStore {
     return out;
   }
 
-  async settle(tenantId: string, ref: string, actual: Milli, note: string, at: string): Promise<CloseResult> {
-    return closeResult(tenantId, ref, await this.batches.close(tenantId, [ref, String(actual), note, at, prefixedId('led_'), prefixedId('led_')]));
+  async settle(tenantId: string, ref: string, actual: Milli, note: string, at: string, opts: SettleOptions = {}): Promise<CloseResult> {
+    const day = this.recordsSpend ? (opts.spendDay ?? '') : '';
+    const r = closeResult(tenantId, ref, await this.batches.close(tenantId, [ref, String(actual), note, at, prefixedId('led_'), prefixedId('led_'), day]));
+    if (day !== '') r.spendRecorded = true;
+    return r;
   }
 
   async release(tenantId: string, ref: string, note: string, at: string): Promise<CloseResult> {
-    return closeResult(tenantId, ref, await this.batches.close(tenantId, [ref, '', note, at, prefixedId('led_'), prefixedId('led_')]));
+    return closeResult(tenantId, ref, await this.batches.close(tenantId, [ref, '', note, at, prefixedId('led_'), prefixedId('led_'), '']));
   }
 
   async charge(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<CloseResult> {
@@ -219,7 +230,7 @@ export class RedisWalletStore implements WalletStore {
 
   private walletKeys(tenantId: string, third: 'holds' | 'credits'): string[] {
     const keys = [this.k(tenantId, 'wallet'), this.k(tenantId, 'ledger'), this.k(tenantId, third)];
-    if (third === 'holds') keys.push(this.k(tenantId, 'open'), this.k(tenantId, 'closed'));
+    if (third === 'holds') keys.push(this.k(tenantId, 'open'), this.k(tenantId, 'closed'), this.k(tenantId, 'spend'));
     return keys;
   }
 
