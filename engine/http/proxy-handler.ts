@@ -95,7 +95,9 @@ class ProxiedRequest implements StreamSink {
       return;
     }
     const end = await call.send(out, streaming, this, () => this.clientGone || this.streamed);
-    call.usage = await this.answer(end);
+    // Only an upstream error's answer waits (for its mapping); the others are answered in this turn.
+    if (end.kind === 'answer' && (end.status < 200 || end.status >= 300)) await this.answerUpstreamError(end.status, end.headers, end.body);
+    else call.usage = this.answer(end);
   }
 
   private async list(): Promise<void> {
@@ -166,11 +168,11 @@ class ProxiedRequest implements StreamSink {
 
   // ---- answers -----------------------------------------------------------------------
 
-  /** Answers the client as the exchange ended; returns the usage to charge. */
-  private async answer(end: ExchangeEnd): Promise<TokenUsage | undefined> {
+  /** Answers the client as the exchange ended, but for an upstream error's answer; returns the usage to charge. */
+  private answer(end: ExchangeEnd): TokenUsage | undefined {
     switch (end.kind) {
       case 'answer':
-        return end.status >= 200 && end.status < 300 ? this.answerBuffered(end.status, end.headers, end.body) : this.answerUpstreamError(end.status, end.headers, end.body);
+        return this.answerBuffered(end.status, end.headers, end.body);
       case 'stream':
         return this.call.streamUsage(end.tap);
       case 'aborted':
@@ -201,12 +203,11 @@ class ProxiedRequest implements StreamSink {
     return usage;
   }
 
-  private async answerUpstreamError(status: number, headers: IncomingHttpHeaders, text: Buffer): Promise<undefined> {
+  private async answerUpstreamError(status: number, headers: IncomingHttpHeaders, text: Buffer): Promise<void> {
     this.upHeaders = headers;
     const { error, own } = await proxiedUpstreamError(this.call.route, status, text);
     this.outcome = 'upstream_error';
     this.sendProblem(error, own);
-    return undefined;
   }
 
   private answerHeaders(): Record<string, string> {

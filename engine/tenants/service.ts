@@ -117,18 +117,19 @@ export class TenantService {
     return header === undefined ? check() : this.guarded(client, 'api_key', check);
   }
 
-  private async authenticateKey(header: string | undefined): Promise<AuthContext> {
+  // Not async: an async function that returns authenticateSecret's promise would settle a
+  // microtask turn or two after it, on every request.
+  private authenticateKey(header: string | undefined): Promise<AuthContext> {
     const m = header ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
-    if (!header) throw new GatewayError('authenticationFailed', 'Missing API key: send Authorization: Bearer <API_KEY>.', { headers: { 'WWW-Authenticate': 'Bearer' } });
-    if (!m) throw new GatewayError('authenticationFailed', 'Malformed Authorization header: expected Bearer <API_KEY>.', { headers: { 'WWW-Authenticate': 'Bearer' } });
+    if (!header) return Promise.reject(new GatewayError('authenticationFailed', 'Missing API key: send Authorization: Bearer <API_KEY>.', { headers: { 'WWW-Authenticate': 'Bearer' } }));
+    if (!m) return Promise.reject(new GatewayError('authenticationFailed', 'Malformed Authorization header: expected Bearer <API_KEY>.', { headers: { 'WWW-Authenticate': 'Bearer' } }));
     return this.authenticateSecret(m[1]!);
   }
 
   /** A key's secret (the console's sign-in) → who is calling; the same refusals as a bearer header. */
   async authenticateSecret(secret: string): Promise<AuthContext> {
     const hash = hashKey(secret);
-    const read = () => this.credential(this.store.findKeyByHash(hash));
-    return this.usable(await (this.cache ? this.cache.get(hash, read) : read()));
+    return this.usable(await (this.cache ? this.cache.get(hash, () => this.credential(this.store.findKeyByHash(hash))) : this.credential(this.store.findKeyByHash(hash))));
   }
 
   /** The context of the key `keyId` if it is still usable (a console session checks its key on every use). */

@@ -58,12 +58,14 @@ interface WalletState {
   /** Settled and released holds (charges included), by ref, in closing order, until forgotten. */
   closed: Map<string, HoldRecord>;
   /**
-   * [ref, forget at] of `closed`, oldest first, from `closedHead`: the order to forget them in.
-   * An array read from a moving head rather than the Map's own order: a Map whose oldest keys are
-   * deleted over and over keeps their holes until it is rehashed, and iterating it from the start
-   * walks them all.
+   * The refs of `closed`, oldest first, from `closedHead`, and when each is forgotten (ms; same
+   * index): the order to forget them in. Arrays read from a moving head rather than the Map's own
+   * order: a Map whose oldest keys are deleted over and over keeps their holes until it is
+   * rehashed, and iterating it from the start walks them all. Two flat arrays, not a pair per
+   * hold: a chat closes a hold per request, and the times array stores its numbers unboxed.
    */
-  closedOrder: [string, number][];
+  closedOrder: string[];
+  closedUntil: number[];
   closedHead: number;
   /** `${kind}:${ref}` -> the credit entry, for idempotent top-ups and adjustments. */
   credits: Map<string, LedgerEntry>;
@@ -92,7 +94,7 @@ export class MemoryWalletStore implements WalletStore {
     const first = s.credits.get(`${kind}:${ref}`);
     if (first) return { status: 'duplicate', entry: { ...first }, wallet: { ...s.wallet } };
     const entry = this.append(s, kind, amount, ref, note, at);
-    s.credits.set(`${kind}:${ref}`, entry);
+    s.credits.set(`${kind}:${ref}`, entry); // the kept entry itself: entries are never changed
     s.wallet.balance += amount;
     return { status: 'credited', entry: { ...entry }, wallet: { ...s.wallet } };
   }
@@ -243,25 +245,27 @@ export class MemoryWalletStore implements WalletStore {
     const now = this.clock.now();
     const order = s.closedOrder;
     while (s.closedHead < order.length) {
-      const [ref, forgetAt] = order[s.closedHead]!;
-      if (s.closed.size < this.ledgerEntries && (this.closedHoldTtlMs === 0 || forgetAt > now)) break;
-      s.closed.delete(ref);
+      if (s.closed.size < this.ledgerEntries && (this.closedHoldTtlMs === 0 || s.closedUntil[s.closedHead]! > now)) break;
+      s.closed.delete(order[s.closedHead]!);
       s.closedHead++;
     }
     // Drop the forgotten prefix once it is most of the array (amortised O(1) per hold).
     if (s.closedHead > 1024 && s.closedHead * 2 > order.length) {
       s.closedOrder = order.slice(s.closedHead);
+      s.closedUntil = s.closedUntil.slice(s.closedHead);
       s.closedHead = 0;
     }
     s.closed.set(hold.ref, hold);
-    s.closedOrder.push([hold.ref, now + this.closedHoldTtlMs]);
+    s.closedOrder.push(hold.ref);
+    s.closedUntil.push(now + this.closedHoldTtlMs);
   }
 
+  /** Appends a ledger entry; returns the kept one (never changed after it is written: callers get copies). */
   private append(s: WalletState, kind: LedgerKind, amount: Milli, ref: string, note: string, at: string): LedgerEntry {
     const seq = ++s.wallet.seq;
     const entry: LedgerEntry = { id: prefixedId('led_'), seq, at, kind, amount, ref, note };
     s.entries.push(entry);
-    return { ...entry };
+    return entry;
   }
 
   private state(tenantId: string): WalletState {
@@ -275,6 +279,7 @@ export class MemoryWalletStore implements WalletStore {
         open: new Map(),
         closed: new Map(),
         closedOrder: [],
+        closedUntil: [],
         closedHead: 0,
         credits: new Map(),
       };
