@@ -569,10 +569,32 @@ forEachBackend('WalletStore contract', (env) => {
         expect((await s2.charge(T, 'w', 1, '', AT)).status).to.equal('duplicate');
       });
 
-      it('keeps a tenant wallet in five keys under the tenant hash tag', async () => {
+      it('keeps a tenant wallet in keys under the tenant hash tag; an open hold is a field of the wallet hash', async () => {
         await a.credit(T, 'topup', 'p', 10_000, '', AT);
         await a.hold(T, 'h', 1_000, '', AT);
-        expect(await keysUnder(env.a, prefix)).to.deep.equal(['credits', 'holds', 'ledger', 'open', 'wallet'].map((k) => `${prefix}{t:${T}}:${k}`));
+        expect(await keysUnder(env.a, prefix)).to.deep.equal(['credits', 'ledger', 'wallet'].map((k) => `${prefix}{t:${T}}:${k}`));
+        expect(await env.a.hget(`${prefix}{t:${T}}:wallet`, 'o:h')).to.match(/^open\|1000\|/);
+        await a.settle(T, 'h', 400, '', AT);
+        expect(await env.a.hget(`${prefix}{t:${T}}:wallet`, 'o:h'), 'leaves the wallet when closed').to.equal(null);
+        expect(await keysUnder(env.a, prefix)).to.deep.equal(['credits', 'holds', 'ledger', 'wallet'].map((k) => `${prefix}{t:${T}}:${k}`));
+      });
+
+      it('closes a hold taken before open holds moved into the wallet (open set and holds hash)', async () => {
+        await a.credit(T, 'topup', 'p', 10_000, '', AT);
+        await a.hold(T, 'h', 1_000, '', AT);
+        // As an older gateway left it: the open hold in the holds hash and the open set.
+        const w = `${prefix}{t:${T}}:wallet`;
+        const rec = (await env.a.hget(w, 'o:h'))!;
+        await env.a.hdel(w, 'o:h');
+        await env.a.hset(`${prefix}{t:${T}}:holds`, 'h', rec);
+        await env.a.sadd(`${prefix}{t:${T}}:open`, 'h');
+        expect((await a.openHolds(T)).map((h) => h.ref)).to.deep.equal(['h']);
+        expect((await a.hold(T, 'h', 1_000, '', AT)).status).to.equal('duplicate');
+        const r = await a.settle(T, 'h', 400, '', AT);
+        expect(r.status).to.equal('closed');
+        expect(r.wallet).to.include({ balance: 9_600, held: 0 });
+        expect(await a.openHolds(T)).to.deep.equal([]);
+        expect(await env.a.scard(`${prefix}{t:${T}}:open`)).to.equal(0);
       });
 
       it('agrees with the memory adapter on 400 random operations (differential)', async () => {

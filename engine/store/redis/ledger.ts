@@ -25,11 +25,12 @@ if e > s then items = redis.call('LRANGE', KEYS[1], s, e - 1) end
 return { num(lo + s), items, num(lo), num(s) }
 `, { readOnly: true });
 
-// KEYS: wallet, ledger, holds. A consistent read of everything kept, with the opening.
+// KEYS: wallet, ledger, holds. A consistent read of everything kept, with the opening (and the
+// whole wallet hash: its o:<ref> fields are the open holds).
 const SNAPSHOT = lua(`
 local w = redis.call('HMGET', KEYS[1], 'b', 'h', 'th', 'as', 'la', 'seq', 'lo', 'ob', 'oh')
 for i = 1, 9 do w[i] = w[i] or '' end
-return { w, redis.call('LRANGE', KEYS[2], 0, -1), redis.call('HGETALL', KEYS[3]) }
+return { w, redis.call('LRANGE', KEYS[2], 0, -1), redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[1]) }
 `, { readOnly: true });
 
 // KEYS: wallet, ledger. ARGV: owner, now ms, lease ms, before (ISO), keep (0 = no count bound),
@@ -110,12 +111,14 @@ export class RedisLedger {
     return { entries, nextBeforeSeq: Number(index) > 0 ? s + 1 : null, archivedThrough: Number(lo) };
   }
 
-  /** The wallet fields [b, h, th, as, la, seq], the lines kept and the holds hash, with the opening. */
-  async snapshot(tenantId: string): Promise<{ w: string[]; entries: LedgerEntry[]; holds: string[]; opening?: WalletSnapshot['opening'] }> {
+  /** The wallet fields [b, h, th, as, la, seq], the lines kept, the holds hash and the whole wallet hash, with the opening. */
+  async snapshot(tenantId: string): Promise<{ w: string[]; entries: LedgerEntry[]; holds: string[]; wallet: Record<string, string>; opening?: WalletSnapshot['opening'] }> {
     const keys = [this.k(tenantId, 'wallet'), this.k(tenantId, 'ledger'), this.k(tenantId, 'holds')];
-    const [w, lines, holds] = (await SNAPSHOT.run(this.client, keys, [])) as [string[], string[], string[]];
+    const [w, lines, holds, all] = (await SNAPSHOT.run(this.client, keys, [])) as [string[], string[], string[], string[]];
+    const wallet: Record<string, string> = {};
+    for (let i = 0; i < all.length; i += 2) wallet[all[i]!] = all[i + 1]!;
     const lo = Number(w[6] || 0);
-    const out = { w: w.slice(0, 6), entries: lines.map((e, i) => toEntry(e, lo + i + 1)), holds };
+    const out = { w: w.slice(0, 6), entries: lines.map((e, i) => toEntry(e, lo + i + 1)), holds, wallet };
     return lo > 0 ? { ...out, opening: { seq: lo, balance: Number(w[7] || 0), held: Number(w[8] || 0) } } : out;
   }
 

@@ -3,7 +3,7 @@
 // per group on the tenant's slot, each call handled in order exactly as alone (duplicates,
 // insufficient funds, the up-to rule): the wallet read once and written once, the ledger lines
 // in one RPUSH, the hold records in one HSET. So a group of any size costs the commands one call
-// did (7 for holds; 9 for closes, the chat's spend record included; more when closed holds fall
+// did (5 for holds; 8 for closes, the chat's spend record included; more when closed holds fall
 // due, counted in docs/performance.md).
 import { KeyedBatches } from './batch.ts';
 import type { RedisClient } from './keys.ts';
@@ -28,20 +28,24 @@ local function write(L, H, lines, sets)
 end
 `;
 
-// KEYS: wallet, ledger, holds, open. ARGV: per hold: ref, amount, note, at, entry id, up to ('1':
-// hold min(amount, available), refused only when nothing is available).
+// KEYS: wallet, ledger, holds (closed ones). ARGV: per hold: ref, amount, note, at, entry id, up
+// to ('1': hold min(amount, available), refused only when nothing is available). The new hold's
+// record is the wallet's field o:<ref> until it closes.
 // Returns { th, as, la, { status, item, b, h, seq per hold } }.
 const HOLD = lua(BATCH_LIB + `
-local w = wget(KEYS[1])
 local n = #ARGV / 6
-local refs = {}
-for i = 1, n do refs[i] = ARGV[(i - 1) * 6 + 1] end
+local refs, ofs = {}, {}
+for i = 1, n do
+  refs[i] = ARGV[(i - 1) * 6 + 1]
+  ofs[i] = 'o:' .. refs[i]
+end
+local w, open = wget(KEYS[1], ofs)
 local ex = redis.call('HMGET', KEYS[3], unpack(refs))
-local out, lines, sets, opens, made = {}, {}, {}, {}, {}
+local out, lines, osets, made = {}, {}, {}, {}
 for i = 1, n do
   local o = (i - 1) * 6
   local ref, amount, at = ARGV[o + 1], tonumber(ARGV[o + 2]), ARGV[o + 4]
-  local status, item = 'held', made[ref] or ex[i]
+  local status, item = 'held', made[ref] or open[i] or ex[i]
   if item then
     status = 'duplicate'
   else
@@ -53,17 +57,17 @@ for i = 1, n do
     if status == 'held' then
       lines[#lines + 1] = line(w, ARGV[o + 5], at, 'hold', amount, ref, ARGV[o + 3])
       item = hold_str({ state = 'open', amount = amount, settled = 0, released = 0, charge = '0', seq = w.seq, at = at })
-      keep(made, sets, ref, item)
-      if amount > 0 then opens[#opens + 1] = ref end
+      osets[#osets + 1] = ofs[i]
+      osets[#osets + 1] = item
+      made[ref] = item
       w.h = w.h + amount
     end
   end
   answer(out, status, item, w)
 end
 if #lines > 0 then
-  write(KEYS[2], KEYS[3], lines, sets)
-  if #opens > 0 then redis.call('SADD', KEYS[4], unpack(opens)) end
-  wsave(KEYS[1], w)
+  redis.call('RPUSH', KEYS[2], unpack(lines))
+  wsave(KEYS[1], w, osets)
 end
 return { w.th, w.as, w.la, out }
 `);
@@ -74,16 +78,27 @@ return { w.th, w.as, w.la, out }
 // here, in the same step, names the UTC day it counts on).
 // Returns { th, as, la, { status, item, b, h, seq per close } }.
 const CLOSE = lua(BATCH_LIB + SPEND_LIB + `
-local w = wget(KEYS[1])
 local n = (#ARGV - 3) / 7
-local refs = {}
-for i = 1, n do refs[i] = ARGV[3 + (i - 1) * 7 + 1] end
-local ex = redis.call('HMGET', KEYS[3], unpack(refs))
-local out, lines, sets, shut, made, days = {}, {}, {}, {}, {}, {}
+local refs, ofs = {}, {}
+for i = 1, n do
+  refs[i] = ARGV[3 + (i - 1) * 7 + 1]
+  ofs[i] = 'o:' .. refs[i]
+end
+local w, open = wget(KEYS[1], ofs)
+-- A ref not open in the wallet: closed already (a duplicate), unknown, or a hold taken before open
+-- holds moved into the wallet (open in the holds hash and the open set).
+local miss = {}
+for i = 1, n do if not open[i] then miss[#miss + 1] = refs[i] end end
+local ex = {}
+if #miss > 0 then
+  local v = redis.call('HMGET', KEYS[3], unpack(miss))
+  for j, r in ipairs(miss) do ex[r] = v[j] end
+end
+local out, lines, sets, shut, made, days, gone, old = {}, {}, {}, {}, {}, {}, {}, {}
 for i = 1, n do
   local o = 3 + (i - 1) * 7
   local ref, note, at = ARGV[o + 1], ARGV[o + 3], ARGV[o + 4]
-  local status, item = 'closed', made[ref] or ex[i]
+  local status, item = 'closed', made[ref] or open[i] or ex[ref]
   if not item then
     status, item = 'unknown', ''
   else
@@ -111,6 +126,7 @@ for i = 1, n do
       local day = ARGV[o + 7]
       if day ~= '' and settled > 0 then days[day] = (days[day] or 0) + settled end
       item = hold_str(h)
+      if open[i] then gone[#gone + 1] = ofs[i] else old[#old + 1] = ref end
       keep(made, sets, ref, item)
       shut[#shut + 1] = ref
       w.h = w.h - h.amount
@@ -121,7 +137,8 @@ for i = 1, n do
 end
 if #lines > 0 then
   write(KEYS[2], KEYS[3], lines, sets)
-  redis.call('SREM', KEYS[4], unpack(shut))
+  if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
+  if #old > 0 then redis.call('SREM', KEYS[4], unpack(old)) end
   forget(KEYS[3], KEYS[5], w, shut, tonumber(ARGV[1]), tonumber(ARGV[2]))
   wsave(KEYS[1], w)
   for day, milli in pairs(days) do add_spend(KEYS[6], day, milli, ARGV[3]) end
@@ -147,7 +164,7 @@ export class WalletBatches {
 
   /** `keys(tenant)`: wallet, ledger, holds, open, closed, spend; `forget()`: now ms and the closed-hold ttl ms. */
   constructor(client: RedisClient, keys: (tenantId: string) => string[], forget: () => [string, string]) {
-    this.holds = new KeyedBatches(async (tenantId, calls) => steps(await HOLD.run(client, keys(tenantId).slice(0, 4), calls.flat())));
+    this.holds = new KeyedBatches(async (tenantId, calls) => steps(await HOLD.run(client, keys(tenantId).slice(0, 3), calls.flat())));
     this.closes = new KeyedBatches(async (tenantId, calls) => {
       const [now, ttl] = forget();
       const today = new Date(Number(now)).toISOString().slice(0, 10);

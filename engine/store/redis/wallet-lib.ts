@@ -1,17 +1,24 @@
 // The Lua helpers every wallet script shares (./wallets.ts, ./wallet-batches.ts): the wallet
-// hash read once and written once per script, ledger lines, hold records and the closed-hold
-// retention.
+// hash (with the open holds) read once and written once per script, ledger lines, hold records
+// and the closed-hold retention.
 export const WALLET_LIB = `
-local function wget(W)
-  local v = redis.call('HMGET', W, 'b', 'h', 'th', 'as', 'la', 'seq', 'fh')
-  return { b = tonumber(v[1] or '0'), h = tonumber(v[2] or '0'), th = v[3] or '', as = v[4] or 'NORMAL', la = v[5] or '', seq = tonumber(v[6] or '0'), fh = tonumber(v[7] or '0') }
+-- The wallet, and the fields \`extra\` read in the same HMGET (false where absent): a hold's
+-- record while it is open is the wallet's field \`o:<ref>\`, so a hold and its close read and
+-- write it with the wallet's own HMGET and HSET.
+local function wget(W, extra)
+  local f = { 'b', 'h', 'th', 'as', 'la', 'seq', 'fh' }
+  if extra then for _, x in ipairs(extra) do f[#f + 1] = x end end
+  local v = redis.call('HMGET', W, unpack(f))
+  local ex = {}
+  if extra then for i = 1, #extra do ex[i] = v[7 + i] end end
+  return { b = tonumber(v[1] or '0'), h = tonumber(v[2] or '0'), th = v[3] or '', as = v[4] or 'NORMAL', la = v[5] or '', seq = tonumber(v[6] or '0'), fh = tonumber(v[7] or '0') }, ex
 end
-local function wsave(W, w)
-  if w.fhset then
-    redis.call('HSET', W, 'b', num(w.b), 'h', num(w.h), 'seq', num(w.seq), 'as', w.as, 'fh', num(w.fh))
-  else
-    redis.call('HSET', W, 'b', num(w.b), 'h', num(w.h), 'seq', num(w.seq), 'as', w.as)
-  end
+-- \`sets\`: more field, value pairs written with the wallet (open holds).
+local function wsave(W, w, sets)
+  local f = { 'b', num(w.b), 'h', num(w.h), 'seq', num(w.seq), 'as', w.as }
+  if w.fhset then f[#f + 1] = 'fh'; f[#f + 1] = num(w.fh) end
+  if sets then for _, x in ipairs(sets) do f[#f + 1] = x end end
+  redis.call('HSET', W, unpack(f))
 end
 local function result(status, item, w)
   return { status, item, num(w.b), num(w.h), w.th, w.as, w.la, num(w.seq) }

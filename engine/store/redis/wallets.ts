@@ -4,10 +4,11 @@
 // Holds and closes (settle, release) of one tenant made while its previous one is in flight go
 // together in one script run (./wallet-batches.ts). The shared Lua is in ./wallet-lib.ts.
 //   <p>{t:<id>}:wallet   hash  b (balance), h (held), th (threshold, absent = default),
-//                              as (alert state), la (last alert ms, absent = none), seq
+//                              as (alert state), la (last alert ms, absent = none), seq,
+//                              o:<ref> -> an open hold's record (moved to holds when it closes)
 //   <p>{t:<id>}:ledger   list  one entry per ledger line kept, JSON [id, at, kind, amount, ref, note];
 //                              read, archived and trimmed by ./ledger.ts (seq = lo + index + 1)
-//   <p>{t:<id>}:holds    hash  ref -> "state|amount|settled|released|charge|seq|at"
+//   <p>{t:<id>}:holds    hash  ref -> "state|amount|settled|released|charge|seq|at" (closed holds)
 //   <p>{t:<id>}:credits  hash  "<kind>:<ref>" -> seq of the credit entry (idempotent credits)
 //   <p>{t:<id>}:closed   list  "<forget at ms>|<ref>" per closed hold, in closing order; only with
 //                              a closedHoldTtlMs, like the memory adapter's closed-hold retention
@@ -59,7 +60,8 @@ return result('credited', num(s) .. '\\n' .. e, w)
 // KEYS: wallet, ledger, holds, open, closed. ARGV: ref, amount, note, at, id1, id2, now ms,
 // closed-hold ttl ms.
 const CHARGE = wlua(`
-local w = wget(KEYS[1])
+local w, open = wget(KEYS[1], { 'o:' .. ARGV[1] })
+if open[1] then return result('duplicate', open[1], w) end
 local ex = redis.call('HGET', KEYS[3], ARGV[1])
 if ex then return result('duplicate', ex, w) end
 local amount = tonumber(ARGV[2])
@@ -199,16 +201,19 @@ export class RedisWalletStore implements WalletStore {
   }
 
   async openHolds(tenantId: string): Promise<HoldRecord[]> {
+    const holds = openInWallet(await this.client.hgetall(this.k(tenantId, 'wallet'))).map((h) => h.hold);
+    // Holds taken before open holds moved into the wallet: the open set and the holds hash.
     const refs = await this.client.smembers(this.k(tenantId, 'open'));
-    if (!refs.length) return [];
-    const values = await this.client.hmget(this.k(tenantId, 'holds'), ...refs);
-    return refs.flatMap((ref, i) => (values[i] ? [toHold(ref, values[i]!).hold] : [])).filter((h) => h.state === 'open');
+    const values = refs.length ? await this.client.hmget(this.k(tenantId, 'holds'), ...refs) : [];
+    refs.forEach((ref, i) => values[i] && holds.push(toHold(ref, values[i]!).hold));
+    return holds.filter((h) => h.state === 'open' && h.amount > 0);
   }
 
   async snapshot(tenantId: string): Promise<WalletSnapshot> {
-    const { w, entries, holds, opening } = await this.ledger.snapshot(tenantId);
+    const { w, entries, holds, opening, wallet } = await this.ledger.snapshot(tenantId);
     const hs: { seq: number; hold: HoldRecord }[] = [];
     for (let i = 0; i < holds.length; i += 2) hs.push(toHold(holds[i]!, holds[i + 1]!));
+    hs.push(...openInWallet(wallet));
     hs.sort((a, b) => a.seq - b.seq); // creation order, like the memory adapter
     return {
       wallet: toWallet(tenantId, w),
@@ -259,6 +264,11 @@ function toWallet(tenantId: string, v: readonly string[]): WalletRecord {
   };
 }
 
+
+/** The open holds among a wallet hash's fields (o:<ref> → record). */
+function openInWallet(fields: Record<string, string>): { seq: number; hold: HoldRecord }[] {
+  return Object.entries(fields).flatMap(([f, v]) => (f.startsWith('o:') ? [toHold(f.slice(2), v)] : []));
+}
 
 function toHold(ref: string, s: string): { seq: number; hold: HoldRecord } {
   const m = /^([a-z]+)\|(-?\d+)\|(-?\d+)\|(-?\d+)\|([01])\|(\d+)\|(.*)$/s.exec(s);
