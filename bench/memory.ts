@@ -38,11 +38,14 @@ export function procStatus(pid: number): { rss: number; threads: number } {
 }
 
 /** Heap used and tasks active, from the gateway's /metrics (default metrics of prom-client). */
-export async function scrape(metricsUrl: string | undefined): Promise<{ heap: number; heapTotal: number; external: number; active: number } | undefined> {
+export async function scrape(metricsUrl: string | undefined): Promise<{ heap: number; heapTotal: number; external: number; active: number; polls: string } | undefined> {
   if (!metricsUrl) return undefined;
   const text = await (await fetch(metricsUrl)).text();
   const sum = (name: string) => [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
-  return { heap: sum('nodejs_heap_size_used_bytes'), heapTotal: sum('nodejs_heap_size_total_bytes'), external: sum('nodejs_external_memory_bytes'), active: sum('gateway_tasks_active') };
+  // Polls waiting for their time (the provider's side: a timer each) and due ones the gateway has not run yet (its own backlog).
+  const polls = (state: string) => sum(`gateway_job_queue_depth\\{queue="task.poll",state="${state}"\\}`);
+  const running = sum('gateway_task_calls_running');
+  return { heap: sum('nodejs_heap_size_used_bytes'), heapTotal: sum('nodejs_heap_size_total_bytes'), external: sum('nodejs_external_memory_bytes'), active: sum('gateway_tasks_active'), polls: `${polls('delayed')} polls waiting, ${polls('due')} due, ${running} submissions and polls running` };
 }
 
 /**
@@ -77,13 +80,16 @@ export async function stopServe(proc: ChildProcess): Promise<void> {
 }
 
 /** `connections` closed loops POSTing `body` to `path` until `until()`; returns the answers by status. */
-export async function load(pool: Pool, path: string, headers: Record<string, string>, body: Buffer, connections: number, until: () => boolean): Promise<Record<number, number>> {
+export async function load(pool: Pool, path: string, headers: Record<string, string>, body: Buffer, connections: number, until: (statuses: Record<number, number>) => boolean): Promise<Record<number, number>> {
   const statuses: Record<number, number> = {};
   await Promise.all(Array.from({ length: connections }, async () => {
-    while (!until()) {
+    while (!until(statuses)) {
       const r = await pool.request({ method: 'POST', path, headers, body });
       await r.body.dump();
       statuses[r.statusCode] = (statuses[r.statusCode] ?? 0) + 1;
+      // A refusal that names a wait (503 + Retry-After: the gateway sheds load) is honoured, as a client would.
+      const wait = r.statusCode === 503 ? Number(r.headers['retry-after']) : 0;
+      if (wait > 0) await new Promise((ok) => setTimeout(ok, wait * 1000));
     }
   }));
   return statuses;
@@ -205,7 +211,7 @@ async function peak(): Promise<void> {
   const sampler = setInterval(() => samples.push(procStatus(gw.proc.pid!).rss), 100);
   const phase = async (label: string) => {
     const m = await scrape(gw.metricsUrl);
-    console.log(`${label}: RSS now ${mb(procStatus(gw.proc.pid!).rss)} MB, peak so far ${mb(Math.max(...samples, 0))} MB${m ? `; heap used ${mb(m.heap)} of ${mb(m.heapTotal)} MB, external ${mb(m.external)} MB, ${m.active} tasks active` : ''}`);
+    console.log(`${label}: RSS now ${mb(procStatus(gw.proc.pid!).rss)} MB, peak so far ${mb(Math.max(...samples, 0))} MB${m ? `; heap used ${mb(m.heap)} of ${mb(m.heapTotal)} MB, external ${mb(m.external)} MB, ${m.active} tasks active (${m.polls})` : ''}`);
   };
   await phase('idle');
   const pool = new Pool(gw.url, { connections: 64, pipelining: 1 });
@@ -220,10 +226,16 @@ async function peak(): Promise<void> {
   const t0 = performance.now();
   // BENCH_SNAPSHOT_AT=n: a heap snapshot of the gateway (in the tree's folder) at the n-th create.
   const snapAt = Number(process.env.BENCH_SNAPSHOT_AT ?? -1);
-  const st = await load(pool, D, headers, createRequest(), 64, () => {
+  // Where the tasks in flight are, every 10 s (BENCH_STATES=1).
+  const states = process.env.BENCH_STATES ? setInterval(() => void phase(`  after ${sent} creates`), 10_000) : undefined;
+  // Until `tasks` creates were accepted: the refused ones (503, when the gateway sheds load) are sent again.
+  const st = await load(pool, D, headers, createRequest(), 64, (s) => {
     if (sent === snapAt) gw.proc.kill('SIGUSR2');
-    return sent++ >= tasks;
+    if (sent - (s[503] ?? 0) >= tasks) return true;
+    sent++;
+    return false;
   });
+  clearInterval(states);
   await phase(`${tasks} creates in ${((performance.now() - t0) / 1000).toFixed(1)} s ${JSON.stringify(st)}`);
   await new Promise((r) => setTimeout(r, 20_000));
   await phase('20 s later');

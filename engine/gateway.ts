@@ -177,7 +177,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions =
   listening = url;
   // Metrics: the figures read at scrape time come from this gateway's stores.
   setTenantLabel(config.metrics.tenant_label_max || undefined);
-  const unscrape = scrapeFrom(stores, config);
+  const unscrape = scrapeFrom(stores, config, lifecycle);
   const metrics = await startMetrics(config, async () => {
     unscrape();
     server.close();
@@ -243,6 +243,7 @@ async function startFoundation(config: GatewayConfig, role: Role, clock: Clock, 
 function lifecycleTimings(config: GatewayConfig) {
   return {
     pollErrorLimit: config.timing.poll_error_limit,
+    maxCallsRunning: config.server.max_task_calls_running,
     sweepIntervalMs: Math.max(1, Math.round(config.timing.sweep_interval_ms * config.timing.scale)),
     sweepGraceMs: Math.max(1, Math.round(config.timing.sweep_grace_ms * config.timing.scale)),
     publicBaseUrl: config.server.public_base_url?.replace(/\/+$/, ''),
@@ -356,8 +357,9 @@ async function listen(server: Server, config: GatewayConfig): Promise<string> {
 }
 
 /** The figures the metrics read at scrape time, from this gateway's stores; returns the undo. */
-function scrapeFrom(stores: Stores, config: GatewayConfig): () => void {
+function scrapeFrom(stores: Stores, config: GatewayConfig, lifecycle: TaskLifecycle): () => void {
   return setScrapeSources({
+    taskCalls: (gauge) => gauge.set(lifecycle.callsRunning),
     activeTasks: async (gauge) => {
       gauge.reset();
       for (const [vendor, n] of await activeByVendor(stores.tasks)) gauge.set({ vendor }, n);

@@ -19,6 +19,8 @@ export interface GatewayConfig {
     failed_auth: { limit: number; window_seconds: number };
     /** The gateway's address as providers reach it: enables push callbacks (routes with upstream.callback). */
     public_base_url?: string;
+    /** Task submissions and polls running in one process past which creates are refused (503 / 4001). */
+    max_task_calls_running: number;
   };
   store: {
     kind: 'memory' | 'redis';

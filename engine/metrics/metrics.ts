@@ -134,6 +134,14 @@ export const tasksActive = new client.Gauge({
     await scrapeSources.activeTasks?.(this);
   },
 });
+export const taskCallsRunning = new client.Gauge({
+  name: 'gateway_task_calls_running',
+  help: 'Task submissions and polls this process has started and not finished: its own backlog, bounded by server.max_task_calls_running.',
+  registers,
+  collect() {
+    scrapeSources.taskCalls?.(this);
+  },
+});
 export const sweepRedrives = new client.Counter({
   name: 'gateway_task_sweep_redrives_total',
   help: 'Tasks the safety sweep had to re-drive or finish (a lost timer, a process killed mid-task).',
@@ -323,6 +331,7 @@ export interface ScrapeSources {
   activeTasks?: (gauge: typeof tasksActive) => Promise<void>;
   queues?: (depth: typeof jobQueueDepth, lag: typeof jobQueueLag) => Promise<void>;
   dependencies?: (gauge: typeof dependencyUp) => Promise<void>;
+  taskCalls?: (gauge: typeof taskCallsRunning) => void;
 }
 const scrapeSources: ScrapeSources = {};
 

@@ -36,6 +36,8 @@ export interface LifecycleDeps {
   publicBaseUrl?: string;
   /** The result store (results.store not off): a completed task's files are copied before it shows completed. */
   results?: ResultCopyPort;
+  /** server.max_task_calls_running: past this many submissions and polls running here, creates are refused (503 / 4001). */
+  maxCallsRunning: number;
 }
 
 /**
@@ -44,4 +46,6 @@ export interface LifecycleDeps {
  */
 export interface LifecycleState {
   stopping: boolean;
+  /** Submissions and polls this process has started and not finished: its own backlog of upstream calls. */
+  calls: number;
 }

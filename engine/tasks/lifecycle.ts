@@ -26,7 +26,7 @@ export type { CallbackOutcome } from './poll.ts';
 
 export class TaskLifecycle {
   private readonly d: LifecycleDeps;
-  private readonly state: LifecycleState = { stopping: false };
+  private readonly state: LifecycleState = { stopping: false, calls: 0 };
   private readonly submission: TaskSubmission;
   private readonly polling: TaskPolling;
   private readonly cancellation: TaskCancellation;
@@ -94,7 +94,13 @@ export class TaskLifecycle {
   }
 
   poll(id: string, n: number): Promise<void> {
-    return this.polling.poll(id, n);
+    this.state.calls++;
+    return this.polling.poll(id, n).finally(() => this.state.calls--);
+  }
+
+  /** Submissions and polls running in this process (gateway_task_calls_running). */
+  get callsRunning(): number {
+    return this.state.calls;
   }
 
   acceptCallback(id: string, token: string, body: unknown): Promise<CallbackOutcome> {

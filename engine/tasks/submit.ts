@@ -64,6 +64,9 @@ export class TaskSubmission {
   }
 
   async create(route: AsyncRoutePlan, tenantId: string, request: Record<string, unknown>, traceparent?: string, opts: CreateOptions = {}): Promise<TaskRecord> {
+    // Shed before anything is written: past the bound, every task taken in would only wait here
+    // for its submission, holding memory and lengthening every other task's wait.
+    if (this.state.calls >= this.d.maxCallsRunning) throw backlogFull(this.state.calls);
     const task = this.newTask(route, tenantId, request, traceparent, opts.id);
     opts.check?.();
     try {
@@ -108,9 +111,7 @@ export class TaskSubmission {
 
   /** Submit after the current answer is on its way (not awaited); a failure is the sweep's to re-drive. */
   private submitSoon(id: string, stored?: TaskRecord): void {
-    setImmediate(() => {
-      this.submit(id, stored).catch((err) => throttled(this.d.logger)[this.state.stopping || isDependencyUnavailable(err) ? 'warn' : 'error']({ err, task_id: id }, 'task submission failed; the sweep re-drives it'));
-    });
+    this.submit(id, stored, true).catch((err) => throttled(this.d.logger)[this.state.stopping || isDependencyUnavailable(err) ? 'warn' : 'error']({ err, task_id: id }, 'task submission failed; the sweep re-drives it'));
   }
 
   private newTask(route: AsyncRoutePlan, tenantId: string, request: Record<string, unknown>, traceparent?: string, id = newUuid()): TaskRecord {
@@ -163,17 +164,23 @@ export class TaskSubmission {
   }
 
   /** `stored`: the record as this process has just stored it (a create), else it is read. */
-  async submit(id: string, stored?: TaskRecord): Promise<void> {
+  async submit(id: string, stored?: TaskRecord, soon = false): Promise<void> {
     // A re-drive (the sweep) of a submission this process is still making (a slow provider, or
     // a failover through the pool's members) joins it instead of sending the task again.
     const running = this.submissions.get(id);
     if (running) return running;
-    const run = this.submitNow(id, stored).finally(() => this.submissions.delete(id));
+    const run = this.submitNow(id, stored, soon).finally(() => {
+      this.submissions.delete(id);
+      this.state.calls--;
+    });
     this.submissions.set(id, run);
+    this.state.calls++;
     return run;
   }
 
-  private async submitNow(id: string, stored?: TaskRecord): Promise<void> {
+  /** `soon`: after the current answer is on its way (a create's 202), counted as running from now. */
+  private async submitNow(id: string, stored?: TaskRecord, soon = false): Promise<void> {
+    if (soon) await new Promise(setImmediate);
     if (this.state.stopping || this.withdrawals.has(id)) return;
     const task = stored ?? (await this.d.store.get(id));
     if (!task || (await this.ending.settled(task)) || task.upstream_task_id) return;
@@ -329,4 +336,14 @@ function withField(body: unknown, at: readonly string[], value: unknown): unknow
     }
   }
   return root;
+}
+
+/** Seconds a create refused for the backlog is told to wait: the backlog drains within about that (Retry-After). */
+const BACKLOG_RETRY_AFTER_S = 1;
+
+/** 503 / 4001: this process has more submissions and polls running than server.max_task_calls_running. */
+function backlogFull(calls: number): GatewayError {
+  return new GatewayError('temporarilyUnavailable', `The gateway has ${calls} task submissions and polls waiting to be sent; nothing was created or charged. Retry after the time in Retry-After.`, {
+    headers: { 'Retry-After': String(BACKLOG_RETRY_AFTER_S) },
+  });
 }
