@@ -8,37 +8,13 @@
 // BENCH_SNAPSHOT_DIR, a heap snapshot there). Heap per task in flight = the difference ÷ the tasks.
 import { writeHeapSnapshot } from 'node:v8';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Pool } from 'undici';
-import { load } from './memory.ts';
+import { inProcess, load } from './memory.ts';
 import { createRequest } from './support.ts';
 
-const HERE = fileURLToPath(new URL('./', import.meta.url));
 const D = '/vendors/provider_d/v1/model_d/generation';
 const mb = (n: number) => (n / 1048576).toFixed(1);
-const { startStub } = await import('./stub-upstream.ts');
-const { loadConfigText } = await import('../engine/load-config.ts');
-const { startGateway } = await import('../engine/gateway.ts');
 const { compactHeap } = await import('../engine/util/heap.ts');
-const { NO_LIMITS } = await import('../test/helpers/gateway.ts');
-const stub = await startStub({ polls: 1e9 });
-const config = loadConfigText(`
-server: { host: 127.0.0.1, port: 0 }
-metrics: { port: null }
-store: { kind: memory }
-sandbox: { enabled: false }
-results: { store: off }
-log: { level: error }
-timing: { scale: 1 }
-vendors: { dir: vendors, enabled: [provider_d] }
-upstreams: { provider_d: { base_url: "${stub.url}", credentials: { api_key: bench } } }
-${NO_LIMITS}`, `${HERE}..`, { env: {} });
-const gw = await startGateway(config);
-const tenant = await gw.tenants.createTenant({ name: 'bench' });
-const { key } = await gw.tenants.issueKey(tenant.id, {});
-await gw.billing.topUp(tenant.id, 1_000_000_000_000, 'bench-topup');
-const pool = new Pool(gw.url, { connections: 64, pipelining: 1 });
-const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+const { stub, gw, pool, headers } = await inProcess({ polls: 1e9 });
 const points = (process.env.BENCH_INFLIGHT ?? '2000,6000').split(',').map(Number);
 let created = 0;
 // Warm-up: every code path compiled and the bounded ledgers started, then a baseline.

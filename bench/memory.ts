@@ -115,18 +115,20 @@ async function idle(): Promise<void> {
   await stopServe(gw.proc);
 }
 
-async function perTask(): Promise<void> {
+/**
+ * The gateway in this process (memory store, model D against bench/stub-upstream.ts with `polls`
+ * polls to a task's end, the result copy off, no limits) with a tenant, its key and credits.
+ */
+export async function inProcess(opts: { polls?: number; finishedTasks?: number } = {}) {
   const { startStub } = await import('./stub-upstream.ts');
   const { loadConfigText } = await import('../engine/load-config.ts');
   const { startGateway } = await import('../engine/gateway.ts');
-  const { compactHeap } = await import('../engine/util/heap.ts');
   const { NO_LIMITS } = await import('../test/helpers/gateway.ts');
-  const tasks = Number(process.env.BENCH_TASKS ?? 20_000);
-  const stub = await startStub();
+  const stub = await startStub({ polls: opts.polls });
   const config = loadConfigText(`
 server: { host: 127.0.0.1, port: 0 }
 metrics: { port: null }
-store: { kind: memory, memory_finished_tasks: ${Number(process.env.BENCH_FINISHED_TASKS ?? tasks + 10_000)} }
+store: { kind: memory${opts.finishedTasks === undefined ? '' : `, memory_finished_tasks: ${opts.finishedTasks}`} }
 sandbox: { enabled: false }
 results: { store: off }
 log: { level: ${process.env.BENCH_LOG_LEVEL ?? "error"} }
@@ -140,6 +142,13 @@ ${NO_LIMITS}`, `${HERE}..`, { env: {} });
   await gw.billing.topUp(tenant.id, 1_000_000_000_000, 'bench-topup');
   const pool = new Pool(gw.url, { connections: 64, pipelining: 1 });
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  return { stub, config, gw, tenant, pool, headers };
+}
+
+async function perTask(): Promise<void> {
+  const { compactHeap } = await import('../engine/util/heap.ts');
+  const tasks = Number(process.env.BENCH_TASKS ?? 20_000);
+  const { stub, config, gw, tenant, pool, headers } = await inProcess({ finishedTasks: Number(process.env.BENCH_FINISHED_TASKS ?? tasks + 10_000) });
   const run = async (n: number) => {
     let sent = 0;
     await load(pool, D, headers, createRequest(), 64, () => sent++ >= n);
