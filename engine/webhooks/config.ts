@@ -21,6 +21,7 @@ export interface WebhookConfig {
    * Safety margin (real ms, not scaled) added to the rate window when planning slots: a send
    * can start a little after its slot (a busy event loop, a fresh TLS handshake) while the
    * next window's sends start on time; the margin keeps the receiver's view within the limit.
+   * A send that would start later than that is not made but planned again (dispatcher.ts).
    */
   rate_limit_margin_ms: number;
   /** Largest body sent as is (spec: 64 KB); bigger events go out thin (see payload.ts). */

@@ -5,7 +5,9 @@
 //   attempt job ──> endpoint still there and enabled? ──> rate-limit slot free? (else the job
 //                   is re-scheduled at the reserved slot: delayed, never dropped; bursts are
 //                   paced at twice the average rate, see config.ts `scaled`)
-//               ──> pool (worker thread): sign with a fresh timestamp, POST, classify
+//               ──> pool (worker thread): started later than its slot allows? (then nothing
+//                   is sent and another slot is reserved, see runAttempt)
+//               ──> sign with a fresh timestamp, POST, classify
 //               ──> record the attempt; 2xx → succeeded; 410 → endpoint disabled, failed;
 //                   otherwise retry after retry_schedule_ms[n] (scaled) or, after the last
 //                   one, failed.
@@ -57,6 +59,10 @@ interface AttemptJob {
   attempt: number;
   /** Set once a rate-limit slot is reserved for this attempt: send without asking again. */
   slot_at?: number;
+  /** How much later than the window's margin this attempt may start after its slot (ms, 0 when absent). */
+  late_ms?: number;
+  /** Slots this attempt has missed (its job id names them). */
+  misses?: number;
   /** Traced: the trace the attempts join (the event's, e.g. its task's creating request). */
   traceparent?: string;
 }
@@ -174,7 +180,7 @@ export class WebhookDispatcher {
 
   private scheduleAttempt(job: AttemptJob, delayMs: number): Promise<void> {
     // No ':' in job ids: BullMQ reserves it.
-    const id = `${job.delivery_id}.${job.series}.${job.attempt}${job.slot_at === undefined ? '' : '.slot'}`;
+    const id = `${job.delivery_id}.${job.series}.${job.attempt}${job.misses ? `.m${job.misses}` : ''}${job.slot_at === undefined ? '' : '.slot'}`;
     return this.scheduler.schedule(ATTEMPT_QUEUE, id, { ...job }, delayMs);
   }
 
@@ -190,21 +196,34 @@ export class WebhookDispatcher {
       return;
     }
 
-    if (job.slot_at === undefined) {
+    const late = job.late_ms ?? 0;
+    let slot = job.slot_at;
+    if (slot === undefined) {
       const now = this.clock.now();
       const { rateWindowMs, rateMinGapMs } = this.timing;
-      const slot = await this.store.reserveSendSlot(endpoint.id, now, rateWindowMs, this.config.rate_limit_per_minute, rateMinGapMs);
+      slot = await this.store.reserveSendSlot(endpoint.id, now, rateWindowMs, this.config.rate_limit_per_minute, rateMinGapMs, late);
       if (slot > now) return this.scheduleAttempt({ ...job, slot_at: slot }, slot - now);
     }
 
     // Traced: the attempt is a CLIENT span of the delivery's trace, and the receiver gets its traceparent.
     const span = tracing ? attemptSpan(endpoint, delivery, job) : undefined;
-    const result = await this.send(endpoint, delivery, span && traceparentOf(span));
+    // The window counts each reservation as starting at most the margin (+ late) after its slot.
+    // A send that starts later (a stalled event loop or a backed-up pool fires the timers of one
+    // window together with the next window's) would put more than the limit in one window at
+    // the receiver, so it is not made: the attempt reserves another slot. A second miss means the
+    // machine stays this busy: from then on the attempt is allowed the lateness it has shown (the
+    // reservations after it allow for it too), so its delivery still goes out. One stall (a burst
+    // of events taking the event loop) costs only the slots missed in it.
+    const result = await this.send(endpoint, delivery, span && traceparentOf(span), slot + this.config.rate_limit_margin_ms + late);
     if (span) endAttemptSpan(span, result);
+    if (result.missed_by_ms !== undefined) {
+      const misses = (job.misses ?? 0) + 1;
+      return this.scheduleAttempt({ ...job, slot_at: undefined, late_ms: misses > 1 ? late + result.missed_by_ms : 0, misses }, 0);
+    }
     await this.settle(job, endpoint, delivery, result);
   }
 
-  private async send(endpoint: EndpointRecord, delivery: DeliveryRecord, traceparent: string | undefined): Promise<SendResult> {
+  private async send(endpoint: EndpointRecord, delivery: DeliveryRecord, traceparent: string | undefined, notAfter: number): Promise<SendResult> {
     const queuedAt = this.clock.now();
     try {
       return await this.pool.run({
@@ -215,6 +234,7 @@ export class WebhookDispatcher {
         clockOffsetMs: queuedAt - Date.now(),
         timeoutMs: this.timing.timeoutMs,
         traceparent,
+        notAfter,
       });
     } catch (err) {
       // The worker itself failed (not the receiver): still an attempt, and it will be retried.
@@ -312,6 +332,8 @@ function attemptSpan(endpoint: EndpointRecord, delivery: DeliveryRecord, job: At
 }
 
 function endAttemptSpan(span: Span, result: SendResult): void {
+  // Nothing was sent: the span says so and why, and the attempt's next span follows.
+  if (result.missed_by_ms !== undefined) return void span.setAttribute('gateway.webhook.missed_slot_ms', result.missed_by_ms).end();
   if (result.status_code !== null) span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, result.status_code);
   if (!result.ok) {
     span.setAttribute(ATTR_ERROR_TYPE, result.status_code === null ? 'network' : String(result.status_code));

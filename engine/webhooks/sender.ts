@@ -33,6 +33,13 @@ export interface SendTask {
   timeoutMs: number;
   /** Traced: the attempt's span, sent as `traceparent` so the receiver can join the trace. */
   traceparent?: string;
+  /**
+   * The latest start (gateway clock) that keeps the endpoint's rate limit: a send of a reserved
+   * slot that starts later is not made (`missed_by_ms`). Checked here, where `started_at` is
+   * taken, because the wait before it (the scheduler's timer, this pool's queue) is unbounded
+   * on a busy machine.
+   */
+  notAfter?: number;
 }
 
 export interface SendResult {
@@ -43,6 +50,8 @@ export interface SendResult {
   status_code: number | null;
   latency_ms: number;
   error: string | null;
+  /** Set when nothing was sent: the attempt started this long after `notAfter`. */
+  missed_by_ms?: number;
 }
 
 export interface Sender {
@@ -78,6 +87,9 @@ export function createSender(opts: SenderOptions): Sender {
     const result = (r: Omit<SendResult, 'started_at' | 'latency_ms'>): SendResult => ({ ...r, started_at: startedAt, latency_ms: elapsed() });
     const url = new URL(task.url);
     const timestampSec = Math.floor(startedAt / 1000);
+    if (task.notAfter !== undefined && startedAt > task.notAfter) {
+      return result({ ok: false, status_code: null, error: null, missed_by_ms: startedAt - task.notAfter });
+    }
 
     // An IP literal never goes through lookup, so the guard is applied here.
     const host = hostOf(url);

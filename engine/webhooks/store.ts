@@ -136,7 +136,10 @@ export interface WebhookStore {
   /**
    * Reserve the earliest send time >= `nowMs` for the endpoint such that no window of
    * `windowMs` holds more than `max` reservations and consecutive reservations are at least
-   * `minGapMs` apart; reservations are handed out in order.
+   * `minGapMs` apart; reservations are handed out in order. `lateMs`: how much later than its
+   * window margin this send may start (a send that missed an earlier slot, see dispatcher.ts);
+   * the reservations after it keep the window from its latest start (but the next slot is still
+   * `minGapMs` after its slot).
    */
-  reserveSendSlot(endpointId: string, nowMs: number, windowMs: number, max: number, minGapMs: number): Promise<number>;
+  reserveSendSlot(endpointId: string, nowMs: number, windowMs: number, max: number, minGapMs: number, lateMs?: number): Promise<number>;
 }

@@ -25,7 +25,7 @@ export class MemoryWebhookStore implements WebhookStore {
   private readonly attempts = new Map<string, AttemptRecord[]>();
   private readonly createdCount = new Map<string, number>();
   private readonly purgedCount = new Map<string, number>();
-  private readonly slots = new Map<string, number[]>();
+  private readonly slots = new Map<string, { slot: number; start: number }[]>();
 
   // ---- endpoints ----
 
@@ -169,14 +169,16 @@ export class MemoryWebhookStore implements WebhookStore {
 
   // ---- rate limit ----
 
-  async reserveSendSlot(endpointId: string, nowMs: number, windowMs: number, max: number, minGapMs: number): Promise<number> {
-    // Only the last `max` reservations matter: slot k+max must be >= slot k + window, and
-    // slots are handed out in order, each at least minGap after the previous one.
+  async reserveSendSlot(endpointId: string, nowMs: number, windowMs: number, max: number, minGapMs: number, lateMs = 0): Promise<number> {
+    // Only the last `max` reservations matter: slot k+max must be >= start k + window, where a
+    // reservation's start is its slot plus its lateness, kept non-decreasing (the latest start
+    // so far), and each slot is at least minGap after the previous slot.
     const taken = this.slots.get(endpointId) ?? [];
+    const last = taken[taken.length - 1];
     let slot = nowMs;
-    if (taken.length > 0) slot = Math.max(slot, taken[taken.length - 1]! + minGapMs);
-    if (taken.length >= max) slot = Math.max(slot, taken[taken.length - max]! + windowMs);
-    taken.push(slot);
+    if (last) slot = Math.max(slot, last.slot + minGapMs);
+    if (taken.length >= max) slot = Math.max(slot, taken[taken.length - max]!.start + windowMs);
+    taken.push({ slot, start: Math.max(slot + lateMs, last?.start ?? -Infinity) });
     if (taken.length > max) taken.splice(0, taken.length - max);
     this.slots.set(endpointId, taken);
     return slot;

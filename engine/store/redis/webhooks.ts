@@ -155,17 +155,25 @@ end
 return gone
 `);
 
-// KEYS: slot list. ARGV: now, window, max, min gap, grace. The memory adapter's algorithm:
-// only the last \`max\` reservations matter.
+// KEYS: slot list. ARGV: now, window, max, min gap, grace, late. The memory adapter's algorithm:
+// only the last \`max\` reservations matter. An entry is "<latest start>:<slot>" (a bare number,
+// written before sends could be late, is both).
 const RESERVE_SLOT = lua(`
-local now, window, max, gap = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local now, window, max, gap, late = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6])
+local function entry(i)
+  local e = redis.call('LINDEX', KEYS[1], i)
+  local start, slot = string.match(e, '^([^:]+):(.+)$')
+  if start then return tonumber(start), tonumber(slot) end
+  return tonumber(e), tonumber(e)
+end
 local n = redis.call('LLEN', KEYS[1])
-local slot = now
-if n > 0 then slot = math.max(slot, tonumber(redis.call('LINDEX', KEYS[1], -1)) + gap) end
-if n >= max then slot = math.max(slot, tonumber(redis.call('LINDEX', KEYS[1], n - max)) + window) end
-redis.call('RPUSH', KEYS[1], num(slot))
+local slot, start, last = now, -math.huge, nil
+if n > 0 then start, last = entry(-1); slot = math.max(slot, last + gap) end
+if n >= max then slot = math.max(slot, (entry(n - max)) + window) end
+start = math.max(start, slot + late)
+redis.call('RPUSH', KEYS[1], num(start) .. ':' .. num(slot))
 redis.call('LTRIM', KEYS[1], -max, -1)
-redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil(slot - now + window + tonumber(ARGV[5]))))
+redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil(start - now + window + tonumber(ARGV[5]))))
 return num(slot)
 `);
 
@@ -349,13 +357,14 @@ export class RedisWebhookStore implements WebhookStore {
 
   // ---- rate limit ----
 
-  async reserveSendSlot(endpointId: string, nowMs: number, windowMs: number, max: number, minGapMs: number): Promise<number> {
+  async reserveSendSlot(endpointId: string, nowMs: number, windowMs: number, max: number, minGapMs: number, lateMs = 0): Promise<number> {
     const slot = await RESERVE_SLOT.run(this.client, [this.keys.endpointSlots(endpointId)], [
       String(nowMs),
       String(windowMs),
       String(max),
       String(minGapMs),
       String(SLOT_GRACE_MS),
+      String(lateMs),
     ]);
     return Number(slot);
   }

@@ -128,6 +128,13 @@ export function webhookStoreContract(name: string, make: () => WebhookStore): vo
       expect(await store.reserveSendSlot('we_2', 600, W, max, 0)).to.equal(600);
     });
 
+    it('holds the window from a late reservation\'s latest start, and paces the next slot from its slot', async () => {
+      const slots: number[] = [];
+      for (const late of [0, 500, 0, 0, 0]) slots.push(await store.reserveSendSlot('we_1', 0, 1000, 3, 10, late));
+      // 10 may start as late as 510: the slot three after it waits for 510 + window, not 10 + window.
+      expect(slots).to.deep.equal([0, 10, 20, 1000, 1510]);
+    });
+
     it('paces a burst: consecutive slots at least minGap apart', async () => {
       const slots: number[] = [];
       for (let i = 0; i < 5; i++) slots.push(await store.reserveSendSlot('we_1', 1000, 10_000, 100, 50));
