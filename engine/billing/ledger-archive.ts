@@ -21,6 +21,7 @@ import { createHash } from 'node:crypto';
 import { text } from 'node:stream/consumers';
 import type { Logger } from 'pino';
 import { recurring, type JobScheduler } from '../jobs/scheduler.ts';
+import { throttled } from '../log/throttle.ts';
 import { ledgerArchiveFailures, ledgerLinesArchived } from '../metrics/metrics.ts';
 import { LEDGER_ARCHIVE_PREFIX, type ResultBackend } from '../results/store.ts';
 import type { Clock } from '../util/clock.ts';
@@ -71,7 +72,9 @@ export class LedgerArchive {
         moved += await this.archiveTenant(tenantId);
       } catch (err) {
         ledgerArchiveFailures.inc();
-        this.d.logger.error({ err, tenant_id: tenantId }, 'ledger lines could not be archived (they stay in the store; retried next run)');
+        // Throttled: in a store fault every tenant of the run fails the same way (a line each
+        // would bury the one that matters; the metric counts them all).
+        throttled(this.d.logger).error({ err, tenant_id: tenantId }, 'ledger lines could not be archived (they stay in the store; retried next run)');
       }
     }
     return moved;

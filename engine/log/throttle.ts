@@ -7,8 +7,9 @@
 // counted, and the count goes out with the next line of the group, or with the newest held
 // occurrence once the interval has passed and no new one came (`repeated`: how many more
 // occurred since the group's previous line than the line itself; `repeated_ms`: over how long).
-// So lines plus their `repeated` are every occurrence. Used by every site that logs per job or per
-// request on a failure of the store or of a dependency.
+// So lines plus their `repeated` are every occurrence. Each line names its group's kind
+// (`error_kind`), so a reader can tell two groups of one message apart. Used by every site that
+// logs per job or per request on a failure of the store or of a dependency.
 import type { Logger } from 'pino';
 
 type Level = 'warn' | 'error';
@@ -45,7 +46,8 @@ export class ThrottledLog {
   }
 
   log(level: Level, fields: Record<string, unknown>, msg: string): void {
-    const key = `${level}\u0000${msg}\u0000${kindOf(fields.err)}`;
+    const kind = kindOf(fields.err);
+    const key = `${level}\u0000${msg}\u0000${kind}`;
     const now = Date.now();
     let g = this.groups.get(key);
     if (!g) {
@@ -54,11 +56,11 @@ export class ThrottledLog {
       this.groups.set(key, g);
     }
     if (now - g.lastAt >= this.intervalMs) {
-      this.write(level, msg, g, fields, now);
+      this.write(level, msg, g, { ...fields, error_kind: kind }, now);
       return;
     }
     g.held++;
-    g.fields = fields;
+    g.fields = { ...fields, error_kind: kind };
     // The count of a burst that stops goes out once the interval is over.
     g.timer ??= setTimeout(() => this.flush(level, msg, key), g.lastAt + this.intervalMs - now).unref();
   }

@@ -88,8 +88,10 @@ export async function spawnGateway(config: string, role: 'all' | 'api' | 'worker
   proc.stderr!.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   const ready = role === 'worker' ? 'gateway worker running' : 'gateway listening';
-  for (let i = 0; !out.includes(ready); i++) {
-    if (proc.exitCode !== null || i > 300) {
+  // Up to 60 s: two gateways starting at once on a loaded 2-core machine took over 15 s (the
+  // bound before) to print anything.
+  for (const deadline = Date.now() + 60_000; !out.includes(ready);) {
+    if (proc.exitCode !== null || Date.now() > deadline) {
       proc.kill('SIGKILL'); // nothing else holds it: a gateway stuck at start-up would outlive the test
       throw new Error(`gateway ${role} did not start:\n${out}`);
     }
