@@ -105,6 +105,13 @@ export class RedisLimitsStore implements LimitsStore {
    */
   private readonly records: KeyedBatches<{ day: string; milli: Milli }, void>;
 
+  /**
+   * A day's spend (the daily-limit check before every priced chat): reads of a tenant's day made
+   * while its previous read is in flight share the next HGET (./batch.ts). Each is answered by a
+   * read that started after it was asked, so none sees a value older than its call.
+   */
+  private readonly reads: KeyedBatches<string, Milli>;
+
   constructor(opts: RedisLimitsStoreOptions) {
     this.client = opts.client;
     this.keys = new Keys(opts.prefix);
@@ -115,6 +122,11 @@ export class RedisLimitsStore implements LimitsStore {
       const milli = adds.reduce((sum, a) => sum + a.milli, 0);
       await RECORD.run(this.client, [this.k(tenantId, 'spend')], [day, String(milli), cutoff(day)]);
       return adds.map((): void => undefined);
+    });
+    this.reads = new KeyedBatches<string, Milli>(async (key, days) => {
+      const tenantId = key.slice(0, key.lastIndexOf('|'));
+      const spent = Number((await this.client.hget(this.k(tenantId, 'spend'), days[0]!)) ?? 0);
+      return days.map(() => spent);
     });
   }
 
@@ -153,8 +165,8 @@ export class RedisLimitsStore implements LimitsStore {
     return this.records.call(`${tenantId}|${day}`, { day, milli });
   }
 
-  async spent(tenantId: string, day: string): Promise<Milli> {
-    return Number((await this.client.hget(this.k(tenantId, 'spend'), day)) ?? 0);
+  spent(tenantId: string, day: string): Promise<Milli> {
+    return this.reads.call(`${tenantId}|${day}`, day);
   }
 
   private spendKeys(tenantId: string, ref: string): string[] {
