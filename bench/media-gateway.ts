@@ -1,5 +1,6 @@
 // The gateway under benchmark (a child process of bench/media.ts and bench/throughput.ts):
-// providers A and D against UPSTREAM_URL, memory store (redis with BENCH_REDIS_URL), no limits, quiet logs,
+// providers A and D against UPSTREAM_URL, memory store (redis with BENCH_REDIS_URL, a key prefix of
+// its own per process: gateways sharing one Redis under one prefix ran each other's polls), no limits, quiet logs,
 // the result copy off (issue 34 measures it apart; the stub's result URLs name an unresolvable host,
 // so with it on no task ever settled: each was polled again until its deadline, and the CPU per
 // create of bench/compare.ts grew with how many such tasks a run had piled up). GATEWAY_MEDIA_DECODE
@@ -16,7 +17,7 @@ const up = process.env.UPSTREAM_URL!;
 const config = loadConfigText(`
 server: { host: 127.0.0.1, port: 0 }
 metrics: { port: 0 }
-store: ${process.env.BENCH_REDIS_URL ? `{ kind: redis, redis_url: "${process.env.BENCH_REDIS_URL}", key_prefix: bench }` : '{ kind: memory }'}
+store: ${process.env.BENCH_REDIS_URL ? `{ kind: redis, redis_url: "${process.env.BENCH_REDIS_URL}", key_prefix: "bench${process.pid}" }` : '{ kind: memory }'}
 sandbox: { enabled: false }
 results: { store: off }
 log: { level: ${process.env.BENCH_LOG_LEVEL ?? 'warn'} }
