@@ -33,14 +33,19 @@ async function status(base: string, key: string, path = '/v1/balance'): Promise<
   return res.statusCode === 401 ? 'refused' : res.statusCode;
 }
 
-/** How long after `change` resolves B first answers `want` (polled every 5 ms; fails past 1 s). */
+/**
+ * How long after `change` resolves B first answers `want` (polled every 5 ms): the time the
+ * answering probe was sent. Fails when a probe sent 1 s or more after the change still gets
+ * the old answer (one sent before may come back later than that on a busy machine).
+ */
 async function seenAfter(change: () => Promise<unknown>, probe: () => Promise<number | 'refused'>, want: number | 'refused'): Promise<number> {
   await change();
   const t0 = Date.now();
   for (;;) {
+    const sent = Date.now() - t0;
     const got = await probe();
-    if (got === want) return Date.now() - t0;
-    expect(Date.now() - t0, `still ${got}, not ${want}`).to.be.below(1000);
+    if (got === want) return sent;
+    expect(sent, `still ${got}, not ${want}`).to.be.below(1000);
     await sleep(5);
   }
 }

@@ -41,6 +41,10 @@ export class RedisDirectoryFeed implements ChangeFeed {
     this.sub.on('message', () => this.generation++);
     this.sub.on('ready', () => void this.subscribe());
     this.sub.on('close', () => this.lost());
+    // A cut connection is untrusted from its end (EOF) on: ioredis's 'close' follows only in the
+    // event loop's close phase, after the bytes of a request already in on a kept-alive socket
+    // may have been served from the cache (seen at load 15: a key revoked during the cut served).
+    this.sub.on('connect', () => this.sub.stream.once('end', () => this.lost()));
     this.sub.on('error', () => this.lost()); // reconnects by itself; the caches read through meanwhile
     this.pinger = setInterval(() => this.ping(), PING_MS).unref();
   }
