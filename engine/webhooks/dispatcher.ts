@@ -215,7 +215,9 @@ export class WebhookDispatcher {
     // reservations after it allow for it too), so its delivery still goes out. One stall (a burst
     // of events taking the event loop) costs only the slots missed in it.
     const result = await this.send(endpoint, delivery, span && traceparentOf(span), slot + this.config.rate_limit_margin_ms + late);
-    if (span) endAttemptSpan(span, result);
+    // A send not made is no attempt: its span is left unended, so it is never exported (the
+    // SDK keeps no list of open spans; the next try starts its own).
+    if (span && result.missed_by_ms === undefined) endAttemptSpan(span, result);
     if (result.missed_by_ms !== undefined) {
       const misses = (job.misses ?? 0) + 1;
       return this.scheduleAttempt({ ...job, slot_at: undefined, late_ms: misses > 1 ? late + result.missed_by_ms : 0, misses }, 0);
@@ -332,8 +334,6 @@ function attemptSpan(endpoint: EndpointRecord, delivery: DeliveryRecord, job: At
 }
 
 function endAttemptSpan(span: Span, result: SendResult): void {
-  // Nothing was sent: the span says so and why, and the attempt's next span follows.
-  if (result.missed_by_ms !== undefined) return void span.setAttribute('gateway.webhook.missed_slot_ms', result.missed_by_ms).end();
   if (result.status_code !== null) span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, result.status_code);
   if (!result.ok) {
     span.setAttribute(ATTR_ERROR_TYPE, result.status_code === null ? 'network' : String(result.status_code));
