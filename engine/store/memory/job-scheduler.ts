@@ -35,10 +35,15 @@ export class MemoryJobScheduler implements JobScheduler {
     this.pending.set(key, { timer, queue, dueAt: Date.now() + Math.max(0, delayMs) });
   }
 
-  /** A timer runs its job when due, so a job is "due" here only while the event loop is late. */
+  /**
+   * A timer runs its job when due, so a job is "due" here only while the event loop is late.
+   * Every queue with a handler is listed, empty ones with zeros: a queue left out would keep
+   * its last depth on the gauges (gateway_job_queue_depth) after it emptied.
+   */
   async stats(): Promise<QueueStats[]> {
     const now = Date.now();
     const byQueue = new Map<string, QueueStats>();
+    for (const queue of this.handlers.keys()) byQueue.set(queue, { queue, due: 0, delayed: 0, lagSeconds: 0 });
     for (const { queue, dueAt } of this.pending.values()) {
       const q = byQueue.get(queue) ?? { queue, due: 0, delayed: 0, lagSeconds: 0 };
       if (dueAt <= now) {
