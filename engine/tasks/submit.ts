@@ -111,7 +111,12 @@ export class TaskSubmission {
 
   /** Submit after the current answer is on its way (not awaited); a failure is the sweep's to re-drive. */
   private submitSoon(id: string, stored?: TaskRecord): void {
-    this.submit(id, stored, true).catch((err) => throttled(this.d.logger)[this.state.stopping || isDependencyUnavailable(err) ? 'warn' : 'error']({ err, task_id: id }, 'task submission failed; the sweep re-drives it'));
+    // Counted in the backlog from now (submit() counts it again before this count is dropped).
+    this.state.calls++;
+    setImmediate(() => {
+      this.submit(id, stored).catch((err) => throttled(this.d.logger)[this.state.stopping || isDependencyUnavailable(err) ? 'warn' : 'error']({ err, task_id: id }, 'task submission failed; the sweep re-drives it'));
+      this.state.calls--;
+    });
   }
 
   private newTask(route: AsyncRoutePlan, tenantId: string, request: Record<string, unknown>, traceparent?: string, id = newUuid()): TaskRecord {
@@ -164,12 +169,12 @@ export class TaskSubmission {
   }
 
   /** `stored`: the record as this process has just stored it (a create), else it is read. */
-  async submit(id: string, stored?: TaskRecord, soon = false): Promise<void> {
+  async submit(id: string, stored?: TaskRecord): Promise<void> {
     // A re-drive (the sweep) of a submission this process is still making (a slow provider, or
     // a failover through the pool's members) joins it instead of sending the task again.
     const running = this.submissions.get(id);
     if (running) return running;
-    const run = this.submitNow(id, stored, soon).finally(() => {
+    const run = this.submitNow(id, stored).finally(() => {
       this.submissions.delete(id);
       this.state.calls--;
     });
@@ -178,9 +183,7 @@ export class TaskSubmission {
     return run;
   }
 
-  /** `soon`: after the current answer is on its way (a create's 202), counted as running from now. */
-  private async submitNow(id: string, stored?: TaskRecord, soon = false): Promise<void> {
-    if (soon) await new Promise(setImmediate);
+  private async submitNow(id: string, stored?: TaskRecord): Promise<void> {
     if (this.state.stopping || this.withdrawals.has(id)) return;
     const task = stored ?? (await this.d.store.get(id));
     if (!task || (await this.ending.settled(task)) || task.upstream_task_id) return;
