@@ -204,6 +204,11 @@ export const webhookLatency = new client.Histogram({
   buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 7200, 28800],
   registers,
 });
+export const webhookSlotsMissed = new client.Counter({
+  name: 'gateway_webhook_send_slots_missed_total',
+  help: 'Webhook sends not made because they would have started later than their rate-limit slot allows (a stalled event loop or a backed-up send pool); each is planned again.',
+  registers,
+});
 export const webhookEndpointsDisabled = new client.Counter({
   name: 'gateway_webhook_endpoints_disabled_total',
   help: 'Endpoints disabled because the receiver answered 410 Gone.',

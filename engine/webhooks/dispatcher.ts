@@ -2,11 +2,12 @@
 //
 //   event ──fanOut──> one delivery per enabled endpoint of the tenant subscribed to the type
 //                     (body serialized once, see payload.ts) ──> job `webhook.attempt`
-//   attempt job ──> endpoint still there and enabled? ──> rate-limit slot free? (else the job
-//                   is re-scheduled at the reserved slot: delayed, never dropped; bursts are
-//                   paced at twice the average rate, see config.ts `scaled`)
-//               ──> pool (worker thread): started later than its slot allows? (then nothing
-//                   is sent and another slot is reserved, see runAttempt)
+//   attempt job ──> endpoint still there and enabled? ──> send pool started? (waited for)
+//               ──> rate-limit slot free? (else the job is re-scheduled at the reserved slot:
+//                   delayed, never dropped; bursts are paced at twice the average rate, see
+//                   config.ts `scaled`)
+//               ──> started later than its slot allows, here or in the pool's worker thread?
+//                   (then nothing is sent and another slot is reserved, see runAttempt)
 //               ──> sign with a fresh timestamp, POST, classify
 //               ──> record the attempt; 2xx → succeeded; 410 → endpoint disabled, failed;
 //                   otherwise retry after retry_schedule_ms[n] (scaled) or, after the last
@@ -28,7 +29,7 @@ import type { SendResult } from './sender.ts';
 import type { AttemptOutcome, DeliveryRecord, EndpointRecord, WebhookStore } from './store.ts';
 import { ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVER_ADDRESS, ATTR_URL_FULL } from '../tracing/attributes.ts';
 import { activeSpan, SpanKind, SpanStatusCode, startSpan, traceparentOf, tracing, type Span } from '../tracing/tracing.ts';
-import { webhookAttempts, webhookEndpointsDisabled, webhookFailures, webhookLatency } from '../metrics/metrics.ts';
+import { webhookAttempts, webhookEndpointsDisabled, webhookFailures, webhookLatency, webhookSlotsMissed } from '../metrics/metrics.ts';
 
 export const ATTEMPT_QUEUE = 'webhook.attempt';
 export const PURGE_QUEUE = 'webhook.purge';
@@ -196,6 +197,10 @@ export class WebhookDispatcher {
       return;
     }
 
+    // The slot is reserved only once the pool can start a send at once: a fresh process's
+    // threads take 100-300 ms to start, and that wait counted as lateness made its first send
+    // miss its slot and go out after the events behind it.
+    await this.pool.ready();
     const late = job.late_ms ?? 0;
     let slot = job.slot_at;
     if (slot === undefined) {
@@ -205,8 +210,6 @@ export class WebhookDispatcher {
       if (slot > now) return this.scheduleAttempt({ ...job, slot_at: slot }, slot - now);
     }
 
-    // Traced: the attempt is a CLIENT span of the delivery's trace, and the receiver gets its traceparent.
-    const span = tracing ? attemptSpan(endpoint, delivery, job) : undefined;
     // The window counts each reservation as starting at most the margin (+ late) after its slot.
     // A send that starts later (a stalled event loop or a backed-up pool fires the timers of one
     // window together with the next window's) would put more than the limit in one window at
@@ -214,15 +217,26 @@ export class WebhookDispatcher {
     // machine stays this busy: from then on the attempt is allowed the lateness it has shown (the
     // reservations after it allow for it too), so its delivery still goes out. One stall (a burst
     // of events taking the event loop) costs only the slots missed in it.
-    const result = await this.send(endpoint, delivery, span && traceparentOf(span), slot + this.config.rate_limit_margin_ms + late);
-    // A send not made is no attempt: its span is left unended, so it is never exported (the
-    // SDK keeps no list of open spans; the next try starts its own).
-    if (span && result.missed_by_ms === undefined) endAttemptSpan(span, result);
-    if (result.missed_by_ms !== undefined) {
-      const misses = (job.misses ?? 0) + 1;
-      return this.scheduleAttempt({ ...job, slot_at: undefined, late_ms: misses > 1 ? late + result.missed_by_ms : 0, misses }, 0);
-    }
+    const notAfter = slot + this.config.rate_limit_margin_ms + late;
+    // Checked here first (the scheduler's timer fired late): such a send is neither traced nor
+    // handed to the pool. The worker checks again where the send starts (the pool's queue).
+    const lateBy = this.clock.now() - notAfter;
+    if (lateBy > 0) return this.missedSlot(job, late, lateBy);
+    // Traced: the attempt is a CLIENT span of the delivery's trace, and the receiver gets its traceparent.
+    const span = tracing ? attemptSpan(endpoint, delivery, job) : undefined;
+    const result = await this.send(endpoint, delivery, span && traceparentOf(span), notAfter);
+    // A send the worker did not make (it waited in a backed-up pool past its slot) is no attempt:
+    // its span is left unended, so never exported (the SDK keeps no list of open spans).
+    if (result.missed_by_ms !== undefined) return this.missedSlot(job, late, result.missed_by_ms);
+    if (span) endAttemptSpan(span, result);
     await this.settle(job, endpoint, delivery, result);
+  }
+
+  /** Plan a send not made again: a second miss allows the lateness shown (see runAttempt). */
+  private missedSlot(job: AttemptJob, late: number, missedByMs: number): Promise<void> {
+    webhookSlotsMissed.inc();
+    const misses = (job.misses ?? 0) + 1;
+    return this.scheduleAttempt({ ...job, slot_at: undefined, late_ms: misses > 1 ? late + missedByMs : 0, misses }, 0);
   }
 
   private async send(endpoint: EndpointRecord, delivery: DeliveryRecord, traceparent: string | undefined, notAfter: number): Promise<SendResult> {

@@ -9,6 +9,13 @@ import { createSender, type SendResult, type SendTask, type SenderOptions } from
 
 /** What the dispatcher needs from a pool (a Piscina instance fits). */
 export interface SendPool {
+  /**
+   * Resolves once a send handed to `run` starts at once: a thread has loaded the sender. The
+   * dispatcher waits for it before reserving a rate-limit slot, so a thread's start-up (about
+   * 100-300 ms, more on a loaded machine) never makes a send miss its slot. Never rejects: a
+   * pool that cannot start fails the send itself, which is recorded as an attempt.
+   */
+  ready(): Promise<void>;
   run(task: SendTask): Promise<SendResult>;
   destroy(): Promise<void>;
 }
@@ -33,18 +40,24 @@ export function senderOptions(config: WebhookConfig): SenderOptions {
  */
 export function createSendPool(config: WebhookConfig): SendPool {
   let pool: Promise<Piscina<SendTask, SendResult>> | undefined;
+  let loaded: Promise<void> | undefined;
   let destroyed = false;
+  const start = () => pool ??= import('piscina').then(({ Piscina }) => new Piscina<SendTask, SendResult>({
+    ...esmWorker(new URL('./worker.ts', import.meta.url), senderOptions(config)),
+    minThreads: 1,
+    maxThreads: config.pool_max_threads,
+    // Attempts wait on the network, not the CPU: let each thread keep many in flight.
+    concurrentTasksPerWorker: config.pool_concurrency_per_thread,
+  }));
   return {
+    // Piscina marks its first thread ready at once; the thread reads a task only once it has
+    // loaded the sender, so a no-op task ('loaded', util/esm-worker.cjs) is what says it has.
+    ready: () => loaded ??= destroyed ? Promise.resolve() : start()
+      .then((p) => p.run(null as unknown as SendTask, { name: 'loaded' }))
+      .then(() => undefined, () => { loaded = undefined; }),
     run: (task) => {
       if (destroyed) return Promise.reject(new Error('the webhook send pool is closed'));
-      pool ??= import('piscina').then(({ Piscina }) => new Piscina<SendTask, SendResult>({
-        ...esmWorker(new URL('./worker.ts', import.meta.url), senderOptions(config)),
-        minThreads: 1,
-        maxThreads: config.pool_max_threads,
-        // Attempts wait on the network, not the CPU: let each thread keep many in flight.
-        concurrentTasksPerWorker: config.pool_concurrency_per_thread,
-      }));
-      return pool.then((p) => p.run(task));
+      return start().then((p) => p.run(task));
     },
     destroy: async () => {
       destroyed = true;
@@ -55,7 +68,7 @@ export function createSendPool(config: WebhookConfig): SendPool {
 
 export function createInProcessPool(config: WebhookConfig): SendPool {
   const sender = createSender(senderOptions(config));
-  return { run: (task) => sender.send(task), destroy: () => sender.close() };
+  return { ready: () => Promise.resolve(), run: (task) => sender.send(task), destroy: () => sender.close() };
 }
 
 function packageVersion(): string {

@@ -57,6 +57,7 @@ describe('webhook dispatcher bookkeeping', function () {
   it('counts a crashed worker as a failed attempt and retries', async () => {
     let n = 0;
     const pool: SendPool = {
+      async ready() {},
       async run(task) {
         n += 1;
         if (n === 1) throw new Error('worker exited');

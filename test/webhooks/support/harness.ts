@@ -93,6 +93,7 @@ export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 5000, 
 export function stubPool(answer: () => { ok: boolean; status_code: number | null; error: string | null } = () => ({ ok: true, status_code: 200, error: null })): SendPool & { calls: number } {
   const pool = {
     calls: 0,
+    async ready() {},
     async run(task: { clockOffsetMs: number }) {
       pool.calls += 1;
       return { ...answer(), started_at: Date.now() + task.clockOffsetMs, latency_ms: 1 };
