@@ -6,11 +6,10 @@
 //  - B's subscription cut (CLIENT KILL TYPE pubsub) right before a revocation: B still refuses
 //    the key at once (a feed that may have missed a message is not trusted).
 import { expect } from 'chai';
-import type { Redis } from 'ioredis';
 import { Agent, request } from 'undici';
 import { FakeOpenAI } from '../chat/fake-openai.ts';
-import { startRedis, type RedisServer } from '../helpers/redis.ts';
-import { admin, spawnGateway, tenantWithKey, writeConfig, type GatewayProcess } from './support.ts';
+import { startGatewayPair, type GatewayPair } from '../helpers/gateway-pair.ts';
+import { admin, tenantWithKey, type GatewayProcess } from './support.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -52,21 +51,17 @@ async function seenAfter(change: () => Promise<unknown>, probe: () => Promise<nu
 
 describe('redis mode: key and tenant changes reach every process within 1 s (in-process directory cache)', function () {
   this.timeout(120_000);
-  let redis: RedisServer;
   let chat: FakeOpenAI;
+  let pair: GatewayPair;
   let a: GatewayProcess;
   let b: GatewayProcess;
-  let control: Redis;
   before(async () => {
-    redis = await startRedis();
-    control = redis.client();
     chat = await new FakeOpenAI().start();
-    const config = writeConfig({ redisUrl: redis.url, prefix: 'dc', upstreamUrl: chat.url, chatUrl: chat.url, chatKey: 'sk-upstream-test' });
-    [a, b] = await Promise.all([spawnGateway(config, 'all'), spawnGateway(config, 'all')]);
+    pair = await startGatewayPair({ prefix: 'dc', upstreamUrl: chat.url, chatUrl: chat.url, chatKey: 'sk-upstream-test' });
+    ({ a, b } = pair);
   });
   after(async () => {
-    await Promise.all([a?.stop(), b?.stop()]);
-    await redis?.stop();
+    await pair?.stop();
     await chat?.close();
     await Promise.all([...agents.values()].map((x) => x.close()));
   });
@@ -107,7 +102,7 @@ describe('redis mode: key and tenant changes reach every process within 1 s (in-
   it('with its subscription cut, B does not serve a cached key revoked meanwhile', async () => {
     for (let round = 0; round < 5; round++) {
       const { key, keyId } = await warmKey();
-      await control.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+      await pair.control.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
       await admin(a.url, 'DELETE', `/keys/${keyId}`);
       expect(await status(b.url, key), `round ${round}: the first request after the revocation`).to.equal('refused');
     }

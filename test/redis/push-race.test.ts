@@ -6,10 +6,10 @@ import { expect } from 'chai';
 import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../helpers/gateway.ts';
-import { startRedis, type RedisServer } from '../helpers/redis.ts';
+import { startGatewayPair, type GatewayPair } from '../helpers/gateway-pair.ts';
 import { FakeUpstream, json } from '../helpers/upstream.ts';
 import { vendorsWithCallback } from '../tasks/callback-vendor.ts';
-import { ledger, spawnGateway, tenantWithKey, writeConfig, type GatewayProcess } from './support.ts';
+import { ledger, tenantWithKey, type GatewayProcess } from './support.ts';
 
 const D = '/vendors/provider_d/v1/model_d/generation';
 const PUBLIC = 'https://gw.example.com';
@@ -17,7 +17,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('redis mode: 20 concurrent identical pushes over two processes', function () {
   this.timeout(120_000);
-  let redis: RedisServer;
+  let pair: GatewayPair;
   let up: FakeUpstream;
   let dir: string;
   let a: GatewayProcess;
@@ -25,7 +25,6 @@ describe('redis mode: 20 concurrent identical pushes over two processes', functi
   const callbacks = new Map<string, string>();
   let seq = 0;
   before(async () => {
-    redis = await startRedis();
     dir = vendorsWithCallback();
     // writeConfig serves provider_b always.
     cpSync(join(ROOT, 'vendors/provider_b.yaml'), join(dir, 'provider_b.yaml'));
@@ -39,12 +38,11 @@ describe('redis mode: 20 concurrent identical pushes over two processes', functi
     // Polls see the task running: only the pushes end it.
     up.on('GET', /^\/api\/v1\/tasks\/[^/]+$/, (req, res) => json(res, 200, { request_id: 'r', output: { task_id: req.path.split('/')[4], task_status: 'RUNNING' } }));
     await up.start();
-    const config = writeConfig({ redisUrl: redis.url, prefix: 'race', upstreamUrl: up.url, providerDUrl: up.url, vendorsDir: dir, publicBaseUrl: PUBLIC });
-    [a, b] = await Promise.all([spawnGateway(config, 'all'), spawnGateway(config, 'all')]);
+    pair = await startGatewayPair({ prefix: 'race', upstreamUrl: up.url, providerDUrl: up.url, vendorsDir: dir, publicBaseUrl: PUBLIC });
+    ({ a, b } = pair);
   });
   after(async () => {
-    await Promise.all([a?.stop(), b?.stop()]);
-    await redis?.stop();
+    await pair?.stop();
     await up?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });

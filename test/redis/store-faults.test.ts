@@ -7,13 +7,12 @@
 //    the configured count, while a valid key from another address (127.0.0.3) keeps working;
 //  - a limit override changed on one process is seen by the other within 1 s.
 import { expect } from 'chai';
-import type { Redis } from 'ioredis';
 import { Agent, request } from 'undici';
 import { FakeOpenAI } from '../chat/fake-openai.ts';
 import { freePort } from '../helpers/net.ts';
-import { startRedis, type RedisServer } from '../helpers/redis.ts';
+import { startGatewayPair, type GatewayPair } from '../helpers/gateway-pair.ts';
 import { countingImageToolUpstream, type CountingUpstream } from './image-tool-upstream.ts';
-import { admin, spawnGateway, tenantWithKey, writeConfig, type GatewayProcess } from './support.ts';
+import { admin, tenantWithKey, type GatewayProcess } from './support.ts';
 
 const IMAGES = '/vendors/provider_b/v1/tob/diffusion';
 const CHAT = '/v1/chat/completions';
@@ -67,30 +66,26 @@ function warnings(p: GatewayProcess): LogLine[] {
 
 describe('redis mode: store faults, credential guessing and overrides across two processes', function () {
   this.timeout(180_000);
-  let redis: RedisServer;
   let up: CountingUpstream;
   let chat: FakeOpenAI;
+  let pair: GatewayPair;
   let a: GatewayProcess;
   let b: GatewayProcess;
-  let control: Redis;
   before(async () => {
-    redis = await startRedis();
-    control = redis.client();
     up = await countingImageToolUpstream().start();
     chat = await new FakeOpenAI().start();
-    const config = writeConfig({ redisUrl: redis.url, prefix: 'sf', upstreamUrl: up.url, chatUrl: chat.url, chatKey: 'sk-upstream-test' });
-    [a, b] = await Promise.all([spawnGateway(config, 'all'), spawnGateway(config, 'all')]);
+    pair = await startGatewayPair({ prefix: 'sf', upstreamUrl: up.url, chatUrl: chat.url, chatKey: 'sk-upstream-test' });
+    ({ a, b } = pair);
   });
   after(async () => {
-    await Promise.all([a?.stop(), b?.stop()]);
-    await redis?.stop();
+    await pair?.stop();
     await up?.close();
     await chat?.close();
   });
 
   const faults: Array<[string, () => Promise<unknown>, () => Promise<unknown>]> = [
-    ['OOM', () => control.config('SET', 'maxmemory', '1'), () => control.config('SET', 'maxmemory', '0')],
-    ['READONLY', async () => control.call('REPLICAOF', '127.0.0.1', String(await freePort())), () => control.call('REPLICAOF', 'NO', 'ONE')],
+    ['OOM', () => pair.control.config('SET', 'maxmemory', '1'), () => pair.control.config('SET', 'maxmemory', '0')],
+    ['READONLY', async () => pair.control.call('REPLICAOF', '127.0.0.1', String(await freePort())), () => pair.control.call('REPLICAOF', 'NO', 'ONE')],
   ];
   for (const [name, inject, lift] of faults) {
     it(`${name} under create and chat load: 503 / 4003 + Retry-After, never 500; /readyz 503 then 200; a log line a second at most`, async () => {

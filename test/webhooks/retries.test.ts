@@ -23,9 +23,9 @@ describe('webhook retries', function () {
       const d = await only(eventId);
       return d && d.status !== 'pending' && d;
     }, 10_000, 'delivery to settle');
-  // Attempts as scheduled; not a send that found the pool too slow for its rate-limit slot and
-  // was planned again (`.m<n>` ids, see dispatcher.ts): the first send of a fresh gateway starts
-  // the pool's threads first.
+  // Attempts as scheduled; not a send that started too late for its rate-limit slot and was
+  // planned again (`.m<n>` ids, see dispatcher.ts): a machine this loaded may stall the event
+  // loop past a slot's margin.
   const attemptDelays = () => h.scheduler.scheduled.filter((s) => s.queue === ATTEMPT_QUEUE && !/\.m\d+$/.test(s.jobId)).map((s) => s.delayMs);
   const gaps = () => rx.requests.slice(1).map((r, i) => r.at - rx.requests[i]!.at);
 
