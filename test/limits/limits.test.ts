@@ -9,30 +9,11 @@ import { MemoryWalletStore } from '../../engine/store/memory/wallets.ts';
 import { BillingService } from '../../engine/billing/service.ts';
 import { checkLedger } from '../../engine/billing/invariant.ts';
 import { ManualClock } from '../../engine/util/clock.ts';
+import { only } from '../helpers/limits.ts';
+import { burst, outcome } from '../helpers/outcomes.ts';
 
 const T = 'tenant-1';
 const START = Date.parse('2026-03-10T12:00:00.000Z');
-const none = { per_second: null, per_minute: null, per_day: null };
-
-/** Only the windows a test names are limited. */
-function only(rate: LimitsConfigInput['rate'], extra: Omit<LimitsConfigInput, 'rate'> = {}): LimitsConfigInput {
-  return { rate: { key: { ...none, ...rate?.key }, tenant: { ...none, ...rate?.tenant }, model: { ...none, ...rate?.model } }, ...extra };
-}
-
-async function outcome(p: Promise<unknown>): Promise<'ok' | GatewayError> {
-  try {
-    await p;
-    return 'ok';
-  } catch (e) {
-    if (e instanceof GatewayError) return e;
-    throw e;
-  }
-}
-
-async function burst(n: number, call: () => Promise<unknown>): Promise<{ ok: number; refused: GatewayError[] }> {
-  const rs = await Promise.all(Array.from({ length: n }, () => outcome(call())));
-  return { ok: rs.filter((r) => r === 'ok').length, refused: rs.filter((r): r is GatewayError => r !== 'ok') };
-}
 
 describe('limits', () => {
   let clock: ManualClock;
@@ -111,28 +92,8 @@ describe('limits', () => {
       expect((await burst(2, () => limits.checkRequest({ tenantId: 'tenant-2', keyId: 'k9' }))).ok).to.equal(2);
     });
 
-    it('refused requests never count against any window or scope', async () => {
-      // 20 at once: 2 pass the per-second window; the 18 refused must not use up the minute
-      const limits = make(only({ key: { per_second: 2, per_minute: 10 }, tenant: { per_second: 3 } }));
-      expect((await burst(20, () => limits.checkRequest({ tenantId: T, keyId: 'k1' }))).ok).to.equal(2);
-      clock.advance(1000);
-      expect((await burst(2, () => limits.checkRequest({ tenantId: T, keyId: 'k1' }))).ok).to.equal(2);
-      // a request refused by the tenant scope is given back to the key scope too
-      const k2 = await burst(4, () => limits.checkRequest({ tenantId: T, keyId: 'k2' }));
-      expect(k2.ok).to.equal(1); // tenant: 2 + 1 = 3 this second
-      expect(k2.refused[0]!.detail).to.match(/3 requests per second for this account/);
-      for (let s = 0; s < 3; s++) {
-        clock.advance(1000);
-        expect((await burst(2, () => limits.checkRequest({ tenantId: T, keyId: 'k2' }))).ok, `second ${s}`).to.equal(2);
-      }
-      // k2 has had 1 + 6 = 7 accepted this minute; 3 more pass, then its minute is used up
-      clock.advance(1000);
-      expect((await burst(2, () => limits.checkRequest({ tenantId: T, keyId: 'k2' }))).ok).to.equal(2);
-      clock.advance(1000);
-      const last = await burst(2, () => limits.checkRequest({ tenantId: T, keyId: 'k2' }));
-      expect(last.ok).to.equal(1);
-      expect(last.refused[0]!.detail).to.match(/10 requests per minute for this API key/);
-    });
+    // That refused requests never count against any window or scope is in the LimitsStore
+    // contract (test/store/limits.contract), on both stores.
 
     it('the model scope is per tenant and model, with per-model overrides', async () => {
       const limits = make(only({ model: { per_minute: 3 } }, { models: { model_a: { per_minute: 1 } } }));

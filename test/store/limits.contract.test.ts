@@ -18,30 +18,12 @@ import { redisRateCounters } from '../../engine/store/redis/rate.ts';
 import { RedisWalletStore } from '../../engine/store/redis/wallets.ts';
 import { ManualClock } from '../../engine/util/clock.ts';
 import { forEachBackend, keysUnder } from './support.ts';
+import { only } from '../helpers/limits.ts';
+import { burst, outcome } from '../helpers/outcomes.ts';
 
 const T = 'tenant-1';
 const START = Date.parse('2026-03-10T12:00:00.000Z');
-const none = { per_second: null, per_minute: null, per_day: null };
 const C = (n: number) => n * 1000;
-
-function only(rate: LimitsConfigInput['rate'], extra: Omit<LimitsConfigInput, 'rate'> = {}): LimitsConfigInput {
-  return { rate: { key: { ...none, ...rate?.key }, tenant: { ...none, ...rate?.tenant }, model: { ...none, ...rate?.model } }, ...extra };
-}
-
-async function outcome(p: Promise<unknown>): Promise<'ok' | GatewayError> {
-  try {
-    await p;
-    return 'ok';
-  } catch (e) {
-    if (e instanceof GatewayError) return e;
-    throw e;
-  }
-}
-
-async function burst(n: number, call: (i: number) => Promise<unknown>): Promise<{ ok: number; refused: GatewayError[] }> {
-  const rs = await Promise.all(Array.from({ length: n }, (_, i) => outcome(call(i))));
-  return { ok: rs.filter((r) => r === 'ok').length, refused: rs.filter((r): r is GatewayError => r !== 'ok') };
-}
 
 forEachBackend('LimitsStore contract and rate limiters', (env) => {
   let a: LimitsStore;
@@ -261,8 +243,10 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
       expect((await burst(20, () => limits.checkRequest({ tenantId: T, keyId: 'k1' }))).ok).to.equal(2);
       clock.advance(1000);
       expect((await burst(2, () => limits.checkRequest({ tenantId: T, keyId: 'k1' }))).ok).to.equal(2);
+      // A request refused by the tenant scope is given back to the key scope too.
       const k2 = await burst(4, () => limits.checkRequest({ tenantId: T, keyId: 'k2' }));
-      expect(k2.ok).to.equal(1);
+      expect(k2.ok).to.equal(1); // tenant: 2 + 1 = 3 this second
+      expect(k2.refused[0]!.detail).to.match(/3 requests per second for this account/);
       for (let s = 0; s < 3; s++) {
         clock.advance(1000);
         expect((await burst(2, () => limits.checkRequest({ tenantId: T, keyId: 'k2' }))).ok, `second ${s}`).to.equal(2);

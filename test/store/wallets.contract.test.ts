@@ -18,6 +18,7 @@ import { MemoryWalletStore } from '../../engine/store/memory/wallets.ts';
 import { RedisWalletStore } from '../../engine/store/redis/wallets.ts';
 import { ManualClock } from '../../engine/util/clock.ts';
 import { forEachBackend, keysUnder } from './support.ts';
+import { rejection } from '../helpers/outcomes.ts';
 
 const T = '7d3f1c2a-0000-4000-8000-000000000001';
 const TENANTS = [T, 'other', 'tenant-u', 'poor'];
@@ -42,15 +43,6 @@ function rig(store: WalletStore, clock = new ManualClock()): Rig {
   const subscribed = new Set<string>();
   const monitor = new LowBalanceMonitor({ store, bus, clock, hasSubscriber: async (t) => subscribed.has(t) });
   return { store, clock, events, subscribed, billing: new BillingService({ store, clock, lowBalance: monitor }) };
-}
-
-async function rejection(p: Promise<unknown>): Promise<GatewayError> {
-  const err = await p.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(err, 'expected a GatewayError').to.be.instanceOf(GatewayError);
-  return err as GatewayError;
 }
 
 const strip = (e: LedgerEntry) => ({ ...e, id: 'led' });
