@@ -333,7 +333,6 @@ async function shutdown(r: Running): Promise<void> {
   r.metrics?.server.close();
   r.metrics?.server.closeAllConnections();
   await Promise.all([lifecycle.flushWithdrawals(CUT_WAIT_MS), r.requestCharges.flush(CUT_WAIT_MS)]);
-  r.limits.close();
   await r.stores.close(0);
   await r.webhooks.close();
   await r.results?.close();

@@ -162,7 +162,8 @@ export class BillingService {
     const hold = r.hold as HoldRecord;
     if (r.status === 'closed') {
       // Only a new charge counts towards today's spend: a repeat is the wallet's duplicate.
-      await this.spend?.recordSpend(tenantId, hold.settled);
+      const recorded = this.spend?.recordSpend(tenantId, hold.settled);
+      if (recorded) await recorded;
       countCredits('charged', hold.settled);
       await this.lowBalance?.afterSettlement(tenantId, r.wallet);
     }
@@ -201,7 +202,9 @@ export class BillingService {
     if (r.status === 'closed' && hold) {
       countCredits('settled', hold.settled);
       countCredits('released', hold.released);
-      if (!r.spendRecorded) await this.spend?.recordSpend(tenantId, hold.settled);
+      // The memory store records at once: no turn waited for.
+      const recorded = r.spendRecorded ? undefined : this.spend?.recordSpend(tenantId, hold.settled);
+      if (recorded) await recorded;
       await this.lowBalance?.afterSettlement(tenantId, r.wallet);
     }
     // A hold released by someone else (the orphan sweep) covered nothing of this usage.

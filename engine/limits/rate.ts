@@ -49,10 +49,12 @@ export class RateLimits {
   }
 
   /**
-   * Count one request against each scope's windows, or throw 1004 with Retry-After (nothing
-   * counted). `tenantId`: whose counters they are (on Redis: one script in its slot for all).
+   * Count one request against each scope's windows, or refuse it with 1004 and Retry-After
+   * (nothing counted). `tenantId`: whose counters they are (on Redis: one script in its slot for
+   * all, with the rest of the request's admission). Counters that answer at once (memory) are
+   * judged at once: undefined, or a throw; else a promise.
    */
-  async check(scopes: { scope: RateScope; id: string; windows: RateWindows }[], tenantId?: string): Promise<void> {
+  check(scopes: { scope: RateScope; id: string; windows: RateWindows }[], tenantId?: string): void | Promise<void> {
     const now = this.clock.now();
     const counted: Counted[] = [];
     const counts: (number | Promise<number>)[] = [];
@@ -66,33 +68,42 @@ export class RateLimits {
         counts.push(c);
       }
     }
+    if (!pending) return this.judge(counted, counts as number[], undefined, now, tenantId);
+    // Every counter at once (one round trip on Redis).
+    return Promise.allSettled(counts).then((all) => {
+      let failure: unknown;
+      const values = all.map((r) => (r.status === 'fulfilled' ? r.value : ((failure ??= r.reason), undefined)));
+      return this.judge(counted, values, failure, now, tenantId);
+    });
+  }
+
+  /** The counts against the limits; a refusal (or a failed count) gives back what was counted. */
+  private judge(counted: Counted[], counts: (number | undefined)[], failure: unknown, now: number, tenantId: string | undefined): void | Promise<void> {
     let refused: Counted | undefined;
-    let failure: unknown;
     const taken: Counted[] = [];
     const wait = (c: Counted) => (c.n + 1) * c.plan.ms - now;
-    const judge = (c: Counted, count: number) => {
+    for (let i = 0; i < counted.length; i++) {
+      const c = counted[i]!;
+      const count = counts[i];
+      if (count === undefined) continue;
       taken.push(c);
       // The answer names the first scope refused (key, model, tenant), its longest wait.
       if (count > c.plan.points && (!refused || (c.plan.scope === refused.plan.scope && wait(c) > wait(refused)))) refused = c;
-    };
-    if (!pending) {
-      for (let i = 0; i < counted.length; i++) judge(counted[i]!, counts[i] as number);
-    } else {
-      // Every counter at once (one round trip on Redis).
-      (await Promise.allSettled(counts)).forEach((r, i) => {
-        if (r.status === 'fulfilled') judge(counted[i]!, r.value);
-        else failure ??= r.reason;
-      });
     }
     if (!refused && failure === undefined) return;
+    const refusal = () => {
+      if (failure !== undefined) return dependencyUnavailable('rate-limit store', failure);
+      const plan = refused!.plan;
+      limitRefusals.inc({ kind: `rate_${plan.scope}` });
+      const retryAfter = Math.max(1, Math.ceil(wait(refused!) / 1000));
+      return new GatewayError('rateLimitExceeded', `Rate limit exceeded: ${plan.points} requests per ${WINDOW_TEXT[plan.window]} for ${SCOPE_TEXT[plan.scope]}.`, {
+        headers: { 'Retry-After': String(retryAfter) },
+      });
+    };
     const undo = taken.map((c) => c.plan.counters.remove(c.id, c.n, tenantId)).filter((r) => r instanceof Promise);
-    if (undo.length) await Promise.allSettled(undo);
-    if (failure !== undefined) throw dependencyUnavailable('rate-limit store', failure);
-    const plan = refused!.plan;
-    limitRefusals.inc({ kind: `rate_${plan.scope}` });
-    const retryAfter = Math.max(1, Math.ceil(wait(refused!) / 1000));
-    throw new GatewayError('rateLimitExceeded', `Rate limit exceeded: ${plan.points} requests per ${WINDOW_TEXT[plan.window]} for ${SCOPE_TEXT[plan.scope]}.`, {
-      headers: { 'Retry-After': String(retryAfter) },
+    if (!undo.length) throw refusal();
+    return Promise.allSettled(undo).then(() => {
+      throw refusal();
     });
   }
 

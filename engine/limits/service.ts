@@ -30,19 +30,13 @@ export interface LimitsServiceOptions {
   /** A tenant's overrides are read again after this long at most (default 5 s). */
   overridesTtlMs?: number;
   /**
-   * The store's change feed of the directory the overrides live in (Redis: every limits change
-   * is PUBLISHed by the script that writes it, engine/store/redis/directory-feed.ts). With it,
-   * cached overrides are used only while the feed is live and has not moved since they were
-   * read: no polling, so an idle process sends nothing for its limits. Without it (the memory
-   * store) the shared overrides version is read every overridesCheckMs.
+   * The one change signal of the directory the overrides live in: cached overrides answer only
+   * while it is live and has not moved since they were read (no polling: an idle process sends
+   * nothing for its limits). Redis: every limits change is PUBLISHed by the script that writes it
+   * (engine/store/redis/directory-feed.ts). A store read by one process alone (memory) has no
+   * feed: every change is made through this process, whose invalidate() is then the whole signal.
    */
-  changes?: { readonly live: boolean; readonly generation: number };
-  /**
-   * Without `changes`: how often the shared overrides version is read (default 250 ms): a change
-   * made by any process is seen by every other within this (plus a round trip). Cached overrides
-   * are used only while the version was read within OVERRIDES_TRUST_MS.
-   */
-  overridesCheckMs?: number;
+  changes?: ChangeFeed;
 }
 
 export interface RequestIdentity {
@@ -52,13 +46,22 @@ export interface RequestIdentity {
   model?: string;
 }
 
+/** The directory's change signal (the tenant store's ChangeFeed satisfies it). */
+export interface ChangeFeed {
+  readonly live: boolean;
+  readonly generation: number;
+}
+
 const DAY_MS = 86_400_000;
-/** Cached overrides are trusted while the shared version was read this recently. */
-const OVERRIDES_TRUST_MS = 1000;
+/** The feed of a store read by this process alone: always live; only invalidate() moves what it caches. */
+const LOCAL: ChangeFeed = { live: true, generation: 0 };
+
+/** A value the memory store answers at once and Redis through a round trip. */
+type Maybe<T> = T | Promise<T>;
 
 interface CachedOverrides {
   at: number;
-  /** The change feed's generation before the read (with `changes`). */
+  /** The change feed's generation before the read. */
   feed: number;
   value: TenantLimitsInput | undefined;
   merged: Map<string, EffectiveLimits>;
@@ -74,7 +77,8 @@ export interface SpendGuard {
   reserveSpend(tenantId: string, ref: string, milli: Milli): Promise<void>;
   cancelSpend(tenantId: string, ref: string): Promise<void>;
   finalizeSpend(tenantId: string, ref: string, actualMilli: Milli): Promise<void>;
-  recordSpend(tenantId: string, milli: Milli): Promise<void>;
+  /** Undefined when recorded at once (the memory store), else its write. */
+  recordSpend(tenantId: string, milli: Milli): void | Promise<void>;
 }
 
 export class LimitsService implements SpendGuard {
@@ -85,12 +89,9 @@ export class LimitsService implements SpendGuard {
   private readonly tenantOverrides: LimitsServiceOptions['tenantOverrides'];
   private readonly overridesTtlMs: number;
   private readonly overrides = new Map<string, CachedOverrides>();
-  /** The shared overrides version last read, when, and a count of cache clears (see effective()). */
-  private version: number | undefined;
-  private versionReadAt = 0;
+  /** A count of this process's cache clears (see effective()). */
   private generation = 0;
-  private readonly watcher: NodeJS.Timeout | undefined;
-  private readonly changes: LimitsServiceOptions['changes'];
+  private readonly changes: ChangeFeed;
 
   constructor(opts: LimitsServiceOptions) {
     this.store = opts.store;
@@ -99,55 +100,37 @@ export class LimitsService implements SpendGuard {
     this.rates = new RateLimits(opts.rateCounters, this.clock);
     this.tenantOverrides = opts.tenantOverrides;
     this.overridesTtlMs = opts.overridesTtlMs ?? 5_000;
-    this.changes = opts.changes;
-    if (this.tenantOverrides && !this.changes) {
-      this.watcher = setInterval(() => void this.checkVersion(), opts.overridesCheckMs ?? 250).unref();
-      void this.checkVersion();
-    }
-  }
-
-  /** Stops reading the overrides version. */
-  close(): void {
-    if (this.watcher) clearInterval(this.watcher);
+    this.changes = opts.changes ?? LOCAL;
   }
 
   /**
-   * Reads the shared overrides version; when it moved, every cached override is dropped. A read
-   * that fails leaves the cache untrusted once OVERRIDES_TRUST_MS has passed (effective() then
-   * reads the tenant's overrides, and a store still away answers that request 503).
+   * The limits in force for a tenant (and model), its run-time overrides included: at once while
+   * they are cached (every request asks, and a promise here cost each chat a few microtask turns),
+   * else after the tenant's record is read.
    */
-  private async checkVersion(): Promise<void> {
-    const startedAt = Date.now();
-    const version = await this.store.overridesVersion().catch(() => undefined);
-    if (version === undefined) return;
-    if (version !== this.version) this.forgetAll();
-    this.version = version;
-    this.versionReadAt = startedAt;
-  }
-
-  private forgetAll(): void {
-    this.overrides.clear();
-    this.generation++;
-  }
-
-  /** The limits in force for a tenant (and model), its run-time overrides included. */
-  async effective(tenantId: string, model: string | undefined): Promise<EffectiveLimits> {
+  effective(tenantId: string, model: string | undefined): Maybe<EffectiveLimits> {
     if (!this.tenantOverrides) return this.config.forTenant(tenantId, model);
     const now = this.clock.now();
-    let cached = this.overrides.get(tenantId);
-    if (!cached || now - cached.at >= this.overridesTtlMs || !this.trusted(cached)) {
-      // A read that started before the cache was cleared (or the feed moved) may hold overrides
-      // older than the change that cleared it: it serves its own request but is not cached.
-      const generation = this.generation;
-      const feed = this.changes?.generation ?? 0;
-      const live = this.changes?.live ?? true;
-      cached = { at: now, feed, value: await this.tenantOverrides(tenantId), merged: new Map() };
-      if (generation === this.generation && live) {
-        if (this.overrides.size > 10_000) this.overrides.clear();
-        this.overrides.set(tenantId, cached);
-      }
+    const cached = this.overrides.get(tenantId);
+    if (cached && now - cached.at < this.overridesTtlMs && this.changes.live && this.changes.generation === cached.feed) return this.merged(tenantId, model, cached);
+    return this.readOverrides(tenantId, now).then((read) => this.merged(tenantId, model, read));
+  }
+
+  private async readOverrides(tenantId: string, now: number): Promise<CachedOverrides> {
+    // A read that started before the cache was cleared (or the feed moved) may hold overrides
+    // older than the change that cleared it: it serves its own request but is not cached.
+    const generation = this.generation;
+    const { generation: feed, live } = this.changes;
+    const read: CachedOverrides = { at: now, feed, value: await this.tenantOverrides!(tenantId), merged: new Map() };
+    if (generation === this.generation && live) {
+      if (this.overrides.size > 10_000) this.overrides.clear();
+      this.overrides.set(tenantId, read);
     }
-    // Merged once per tenant and model while the overrides are cached (stable objects, too).
+    return read;
+  }
+
+  /** Merged once per tenant and model while the overrides are cached (stable objects, too). */
+  private merged(tenantId: string, model: string | undefined, cached: CachedOverrides): EffectiveLimits {
     const key = model ?? '';
     let eff = cached.merged.get(key);
     if (!eff) {
@@ -157,30 +140,27 @@ export class LimitsService implements SpendGuard {
     return eff;
   }
 
-  /** Cached overrides may answer: the feed live and unmoved since they were read, or (no feed) the version read lately. */
-  private trusted(cached: CachedOverrides): boolean {
-    if (this.changes) return this.changes.live && this.changes.generation === cached.feed;
-    return Date.now() - this.versionReadAt <= OVERRIDES_TRUST_MS;
+  /**
+   * A tenant's overrides were just changed (in this process): forget them here at once. Every
+   * other process learns it from the change feed, on which the write itself announced the change.
+   */
+  invalidate(tenantId: string): void {
+    this.overrides.delete(tenantId);
+    this.generation++;
   }
 
   /**
-   * A tenant's overrides were just changed (in this process): forget them here. With a change
-   * feed the write itself announced the change to every process; without one, bump the shared
-   * version so every other process forgets its cached overrides within overridesCheckMs.
+   * Count one request; refused with 1004 (429, Retry-After) when a key, model or tenant rate is
+   * exceeded. Undefined when counted at once (the memory store); a refusal is always a rejected
+   * promise, never a throw, so a caller may start its other checks beside this one.
    */
-  async invalidate(tenantId: string): Promise<void> {
-    this.overrides.delete(tenantId);
-    this.generation++;
-    if (!this.changes) await this.store.bumpOverridesVersion();
-  }
-
-  /** Count one request; throws 1004 (429, Retry-After) when a key, model or tenant rate is exceeded. */
-  async checkRequest(who: RequestIdentity): Promise<void> {
-    const eff = await this.effective(who.tenantId, who.model);
-    const scopes: { scope: RateScope; id: string; windows: RateWindows }[] = [{ scope: 'key', id: who.keyId, windows: eff.rate.key }];
-    if (who.model !== undefined) scopes.push({ scope: 'model', id: `${who.tenantId}:${who.model}`, windows: eff.rate.model });
-    scopes.push({ scope: 'tenant', id: who.tenantId, windows: eff.rate.tenant });
-    await this.rates.check(scopes, who.tenantId);
+  checkRequest(who: RequestIdentity): void | Promise<void> {
+    return settled(() => then(this.effective(who.tenantId, who.model), (eff) => {
+      const scopes: { scope: RateScope; id: string; windows: RateWindows }[] = [{ scope: 'key', id: who.keyId, windows: eff.rate.key }];
+      if (who.model !== undefined) scopes.push({ scope: 'model', id: `${who.tenantId}:${who.model}`, windows: eff.rate.model });
+      scopes.push({ scope: 'tenant', id: who.tenantId, windows: eff.rate.tenant });
+      return this.rates.check(scopes, who.tenantId);
+    }));
   }
 
   /** Take a concurrent-task slot; throws 1005 when the tenant has its limit of active tasks. Idempotent per task. */
@@ -205,15 +185,20 @@ export class LimitsService implements SpendGuard {
   }
 
   /**
-   * Throws 1005 when spending `milli` more today would pass the daily limit. For post-paid calls
-   * (chat) the default of 1 milli-credit refuses once the limit is reached.
+   * Refused with 1005 when spending `milli` more today would pass the daily limit. For post-paid
+   * calls (chat) the default of 1 milli-credit refuses once the limit is reached. Undefined when
+   * answered at once (as checkRequest; a refusal is a rejected promise).
    */
-  async checkSpend(tenantId: string, milli: Milli = 1): Promise<void> {
-    assertMilli(milli, 'spend', { nonNegative: true });
-    const limit = (await this.effective(tenantId, undefined)).dailySpend;
-    if (limit === null) return;
-    const spent = await this.store.spent(tenantId, this.today());
-    if (spent + milli > limit) throw this.spendError(limit, spent);
+  checkSpend(tenantId: string, milli: Milli = 1): void | Promise<void> {
+    return settled(() => {
+      assertMilli(milli, 'spend', { nonNegative: true });
+      return then(this.effective(tenantId, undefined), ({ dailySpend: limit }) => {
+        if (limit === null) return;
+        return then(this.store.spent(tenantId, this.today()), (spent) => {
+          if (spent + milli > limit) throw this.spendError(limit, spent);
+        });
+      });
+    });
   }
 
   /** SpendGuard: count a hold against today's spend, or throw 1005. Once per ref. */
@@ -235,12 +220,12 @@ export class LimitsService implements SpendGuard {
   }
 
   /** SpendGuard: post-paid usage already incurred; never refused. */
-  async recordSpend(tenantId: string, milli: Milli): Promise<void> {
-    await this.store.recordSpend(tenantId, this.today(), milli);
+  recordSpend(tenantId: string, milli: Milli): void | Promise<void> {
+    return this.store.recordSpend(tenantId, this.today(), milli);
   }
 
   /** Credits (milli) held + settled today (UTC). */
-  spentToday(tenantId: string): Promise<Milli> {
+  async spentToday(tenantId: string): Promise<Milli> {
     return this.store.spent(tenantId, this.today());
   }
 
@@ -257,5 +242,19 @@ export class LimitsService implements SpendGuard {
 
   private today(): string {
     return isoAt(this.clock.now()).slice(0, 10);
+  }
+}
+
+/** `f` of `v`: at once when `v` is a value, after it when a promise. */
+function then<T, U>(v: Maybe<T>, f: (t: T) => U | Promise<U>): U | Promise<U> {
+  return v instanceof Promise ? v.then(f) : f(v);
+}
+
+/** `f()`, with a throw turned into a rejected promise: a check's caller sees refusals one way. */
+function settled(f: () => void | Promise<void>): void | Promise<void> {
+  try {
+    return f();
+  } catch (err) {
+    return Promise.reject(err);
   }
 }

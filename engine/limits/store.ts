@@ -1,6 +1,8 @@
 // The limits ports: concurrent-task slots and daily spend (LimitsStore: each method is ONE atomic
 // operation; memory: synchronous, Redis: one Lua script per call), and the request-rate counters
-// (WindowCounters, atomic on their own; rate.ts counts with them).
+// (WindowCounters, atomic on their own; rate.ts counts with them). What every chat asks (its
+// rate counts, its day's spend, its spend record) is answered by the memory store as a value,
+// not a promise: the service waits only where a store makes it (Redis).
 import type { Milli } from '../util/money.ts';
 
 export type AcquireResult = 'acquired' | 'already' | 'full';
@@ -32,16 +34,8 @@ export interface LimitsStore {
    * wallet's charge is what is once per ref, and BillingService records spend only for a charge
    * the wallet took as new. A record per chat request, kept for days, would grow with traffic.
    */
-  recordSpend(tenantId: string, day: string, milli: Milli): Promise<void>;
-  spent(tenantId: string, day: string): Promise<Milli>;
-
-  /**
-   * The version of the tenants' run-time limit overrides, shared by every process: bumped by
-   * the process that changed one, read often (a few times a second) by every process, which
-   * drops its cached overrides when it moved. One small value; 0 before any change.
-   */
-  overridesVersion(): Promise<number>;
-  bumpOverridesVersion(): Promise<number>;
+  recordSpend(tenantId: string, day: string, milli: Milli): void | Promise<void>;
+  spent(tenantId: string, day: string): Milli | Promise<Milli>;
 }
 
 /**

@@ -13,10 +13,13 @@ import { requireScope } from './auth-context.ts';
 
 /** What admission asks of the limits (LimitsService satisfies it). */
 export interface RequestLimits {
-  /** Count one request; GatewayError 1004 (429, Retry-After) over a rate limit. */
-  checkRequest(who: RequestIdentity): Promise<void>;
-  /** GatewayError 1005 (429) when the tenant's daily spend limit is reached. */
-  checkSpend(tenantId: string): Promise<void>;
+  /**
+   * Count one request; GatewayError 1004 (429, Retry-After) over a rate limit. Undefined when
+   * answered at once (the memory store: no promise to wait for); a refusal is a rejected promise.
+   */
+  checkRequest(who: RequestIdentity): void | Promise<void>;
+  /** GatewayError 1005 (429) when the tenant's daily spend limit is reached; as checkRequest. */
+  checkSpend(tenantId: string): void | Promise<void>;
 }
 
 export interface AdmissionDeps {
@@ -59,10 +62,15 @@ export class Admission {
    * charge, the funds check) the daily spend and the hold too. A hold written when another check
    * refuses is the caller's to release.
    */
-  async limits(auth: AuthContext, opts: { model?: string; hold?: () => Promise<void> }): Promise<void> {
+  limits(auth: AuthContext, opts: { model?: string; hold?: () => Promise<void> }): void | Promise<void> {
+    // Asked in the same turn: on Redis the three go in one script of the tenant's slot.
     const request = this.d.limits.checkRequest({ tenantId: auth.tenantId, keyId: auth.keyId, model: opts.model });
     if (!opts.hold) return request;
-    const checks = [request, this.d.limits.checkSpend(auth.tenantId), opts.hold()];
-    for (const r of await Promise.allSettled(checks)) if (r.status === 'rejected') throw r.reason;
+    const spend = this.d.limits.checkSpend(auth.tenantId);
+    const hold = opts.hold();
+    if (!request && !spend) return hold;
+    return Promise.allSettled([request, spend, hold]).then((all) => {
+      for (const r of all) if (r.status === 'rejected') throw r.reason;
+    });
   }
 }

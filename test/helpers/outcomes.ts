@@ -1,9 +1,10 @@
 // A call's outcome as the services' tests read it: 'ok', or the GatewayError it was refused with
-// (any other error is the test's failure and is thrown on).
+// (any other error is the test's failure and is thrown on). A call may answer a value at once
+// (the limits' checks on the memory store) or a promise.
 import { expect } from 'chai';
 import { GatewayError } from '../../engine/errors/gateway-error.ts';
 
-export async function outcome(p: Promise<unknown>): Promise<'ok' | GatewayError> {
+export async function outcome(p: unknown): Promise<'ok' | GatewayError> {
   try {
     await p;
     return 'ok';
@@ -14,7 +15,7 @@ export async function outcome(p: Promise<unknown>): Promise<'ok' | GatewayError>
 }
 
 /** `n` calls at once: how many passed, and the refusals. */
-export async function burst(n: number, call: (i: number) => Promise<unknown>): Promise<{ ok: number; refused: GatewayError[] }> {
+export async function burst(n: number, call: (i: number) => unknown): Promise<{ ok: number; refused: GatewayError[] }> {
   const rs = await Promise.all(Array.from({ length: n }, (_, i) => outcome(call(i))));
   return { ok: rs.filter((r) => r === 'ok').length, refused: rs.filter((r): r is GatewayError => r !== 'ok') };
 }

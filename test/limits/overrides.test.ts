@@ -1,7 +1,7 @@
-// A tenant's run-time limit overrides: a change made through any LimitsService sharing the store
-// reaches the others within overridesCheckMs (the shared version, not a 5 s cache), and a store
-// that cannot be read is the request's outage (4003), never the defaults in place of the
-// tenant's own limits: at the first read or at any later one.
+// A tenant's run-time limit overrides: one change signal on both stores (the directory's change
+// feed; a store read by one process alone has none, and invalidate() is the signal), never a 5 s
+// cache; and a store that cannot be read is the request's outage (4003), never the defaults in
+// place of the tenant's own limits: at the first read or at any later one.
 import { expect } from 'chai';
 import { dependencyUnavailable } from '../../engine/errors/gateway-error.ts';
 import type { TenantLimitsInput } from '../../engine/limits/config.ts';
@@ -10,7 +10,7 @@ import { memoryRateCounters } from '../../engine/store/memory/rate-counters.ts';
 import { MemoryLimitsStore } from '../../engine/store/memory/limits.ts';
 
 const T = 'tenant-1';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const failure = (p: unknown) => Promise.resolve(p).then(() => undefined, (e: unknown) => e);
 
 describe('limits: run-time overrides', () => {
   const store = new MemoryLimitsStore();
@@ -22,35 +22,38 @@ describe('limits: run-time overrides', () => {
     if (storeDown) throw dependencyUnavailable('store');
     return saved;
   };
-  const services: LimitsService[] = [];
-  const make = () => {
-    const s = new LimitsService({ store, rateCounters: memoryRateCounters, config: { concurrent_tasks: 3 }, tenantOverrides: read, overridesCheckMs: 50 });
-    services.push(s);
-    return s;
-  };
+  /** The feed two processes of one shared store both listen to (Redis: the directory's). */
+  let feed = { live: true, generation: 0 };
+  const make = (shared = true) => new LimitsService({ store, rateCounters: memoryRateCounters, config: { concurrent_tasks: 3 }, tenantOverrides: read, ...(shared ? { changes: feed } : {}) });
   afterEach(() => {
-    for (const s of services.splice(0)) s.close();
     storeDown = false;
     saved = { concurrent_tasks: 7 };
+    feed = { live: true, generation: 0 };
   });
 
-  it('a change through one service is seen by another within its check interval, not after the 5 s cache', async () => {
+  it('a change announced on the feed is seen by another process at its next request, not after the 5 s cache', async () => {
     const [a, b] = [make(), make()];
-    await sleep(60);
     expect((await b.effective(T, undefined)).concurrentTasks).to.equal(7);
     saved = { concurrent_tasks: 9 };
-    await a.invalidate(T);
-    const t0 = Date.now();
-    while ((await b.effective(T, undefined)).concurrentTasks !== 9) {
-      expect(Date.now() - t0, 'seen within 1 s').to.be.below(1000);
-      await sleep(10);
-    }
-    expect(Date.now() - t0).to.be.below(200);
+    a.invalidate(T); // this process's own cache, at once
+    expect((await a.effective(T, undefined)).concurrentTasks).to.equal(9);
+    expect((await b.effective(T, undefined)).concurrentTasks, 'cached until the feed moves').to.equal(7);
+    feed.generation++; // the write's announcement (on Redis, the directory write's PUBLISH)
+    expect((await b.effective(T, undefined)).concurrentTasks).to.equal(9);
+  });
+
+  it('with no feed (a store of this process alone), invalidate() is the whole signal, and a cached value answers at once', async () => {
+    const a = make(false);
+    expect((await a.effective(T, undefined)).concurrentTasks).to.equal(7);
+    const hit = a.effective(T, undefined);
+    expect(hit, 'no promise once cached').not.to.be.instanceOf(Promise);
+    saved = { concurrent_tasks: 9 };
+    a.invalidate(T);
+    expect((await a.effective(T, undefined)).concurrentTasks).to.equal(9);
   });
 
   it('cached overrides are read again at most once per tenant between changes', async () => {
     const a = make();
-    await sleep(60);
     await a.effective(T, undefined);
     const before = reads;
     for (let i = 0; i < 50; i++) await a.effective(T, 'm');
@@ -60,48 +63,24 @@ describe('limits: run-time overrides', () => {
   it('the store unreadable at the first read: the request fails 503 / 4003, not the defaults', async () => {
     const a = make();
     storeDown = true;
-    const err = await a.effective(T, undefined).then(() => undefined, (e: unknown) => e);
+    const err = await failure(a.effective(T, undefined));
     expect(err).to.include({ code: 4003, status: 503 });
   });
 
   it('the store unreadable at a refresh after a change: 503 / 4003, never the defaults', async () => {
     const [a, b] = [make(), make()];
-    await sleep(60);
     expect((await b.effective(T, undefined)).concurrentTasks).to.equal(7);
     storeDown = true;
-    await a.invalidate(T); // the version store still answers; the tenant's record does not
-    await sleep(120);
-    const err = await b.effective(T, undefined).then(() => undefined, (e: unknown) => e);
+    a.invalidate(T);
+    feed.generation++; // the change announced; the tenant's record cannot be read
+    const err = await failure(b.effective(T, undefined));
     expect(err).to.include({ code: 4003, status: 503 });
     storeDown = false;
     expect((await b.effective(T, undefined)).concurrentTasks).to.equal(7);
   });
 
-  it('the version unreadable for over a second: cached overrides are not trusted, and read again', async () => {
-    const flaky = new MemoryLimitsStore();
-    let versionDown = false;
-    flaky.overridesVersion = async () => {
-      if (versionDown) throw dependencyUnavailable('store');
-      return 0;
-    };
-    const a = new LimitsService({ store: flaky, rateCounters: memoryRateCounters, config: {}, tenantOverrides: read, overridesCheckMs: 50 });
-    services.push(a);
-    await sleep(60);
-    await a.effective(T, undefined);
-    versionDown = true;
-    storeDown = true;
-    await sleep(1100);
-    const err = await a.effective(T, undefined).then(() => undefined, (e: unknown) => e);
-    expect(err).to.include({ code: 4003 });
-  });
-
-  it('with a change feed: no version reads; cached overrides answer only while the feed is live and unmoved', async () => {
-    const feed = { live: true, generation: 0 };
-    const versioned = new MemoryLimitsStore();
-    let versionReads = 0;
-    versioned.overridesVersion = async () => ++versionReads;
-    const a = new LimitsService({ store: versioned, rateCounters: memoryRateCounters, config: {}, tenantOverrides: read, changes: feed, overridesCheckMs: 10 });
-    services.push(a);
+  it('cached overrides answer only while the feed is live and unmoved', async () => {
+    const a = make();
     await a.effective(T, undefined);
     const before = reads;
     await a.effective(T, undefined);
@@ -116,7 +95,5 @@ describe('limits: run-time overrides', () => {
     feed.live = true; // back with no message missed (a lost subscription moves the generation too)
     await a.effective(T, undefined);
     expect(reads - before, 'the entry cached before answers again').to.equal(3);
-    await sleep(50);
-    expect(versionReads, 'the version is never polled').to.equal(0);
   });
 });

@@ -122,7 +122,7 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
       await b.recordSpend(T, D, C(5));
       expect(await a.spent(T, D)).to.equal(C(110));
       // Only the day's total is kept: a chat request a second would otherwise leave 345,600 records in four days.
-      if (env.isRedis) expect(await keysUnder(env.a, prefix)).to.deep.equal([`${prefix}{t:${T}}:spend`, `${prefix}{t:${T}}:spend:r1`]);
+      if (env.isRedis) expect(await keysUnder(env.a, prefix)).to.deep.equal([`${prefix}{t:${T}}:spend:r1`, `${prefix}{t:${T}}:wallet`]);
     });
 
     it('drops day totals older than three days before the day written', async () => {
@@ -272,17 +272,25 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
 
   if (env.isRedis) {
     describe('redis specifics', () => {
-      it('keeps a tenant\'s counters in one hash in its slot, a field per counter, with a TTL of twice the window + 60 s', async () => {
+      it('keeps a tenant\'s counters and day totals in its wallet hash (its slot), a field each', async () => {
         const limits = service(only({ key: { per_second: 5 } }));
         await limits.checkRequest({ tenantId: T, keyId: 'k1' });
         await a.acquireTask(T, 't1', null, 0);
         await a.reserveSpend(T, 'r1', '2026-03-10', 5, null);
         const keys = await keysUnder(env.a, prefix);
         const window = Math.floor(clock.now() / 1000);
-        expect(keys).to.deep.equal([`${prefix}{t:${T}}:active`, `${prefix}{t:${T}}:rate`, `${prefix}{t:${T}}:spend`, `${prefix}{t:${T}}:spend:r1`]);
-        expect(await env.a.hgetall(keys[1]!)).to.deep.equal({ 'rl_key_per_second:k1': `${window}|1` });
-        expect(await env.a.pttl(keys[1]!)).to.be.within(60_000, 62_000);
-        expect(await env.a.ttl(keys[3]!)).to.be.within(4 * 86_400 - 5, 4 * 86_400);
+        expect(keys).to.deep.equal([`${prefix}{t:${T}}:active`, `${prefix}{t:${T}}:spend:r1`, `${prefix}{t:${T}}:wallet`]);
+        expect(await env.a.hgetall(keys[2]!)).to.deep.equal({ 'r:rl_key_per_second:k1': `${window}|1`, 's:2026-03-10': '5', sd: '2026-03-10' });
+        expect(await env.a.ttl(keys[1]!)).to.be.within(4 * 86_400 - 5, 4 * 86_400);
+      });
+
+      it('a day total of the spend hash of an older gateway moves into the wallet at the first write, and is read until then', async () => {
+        await env.a.hset(`${prefix}{t:${T}}:spend`, '2026-03-10', '700', '2026-03-09', '20');
+        expect(await a.spent(T, '2026-03-10')).to.equal(700);
+        await a.recordSpend(T, '2026-03-10', 5);
+        expect(await b.spent(T, '2026-03-10')).to.equal(705);
+        expect(await b.spent(T, '2026-03-09')).to.equal(20);
+        expect(await env.a.exists(`${prefix}{t:${T}}:spend`)).to.equal(0);
       });
 
       it('an unreachable Redis fails the rate check at once with 4003', async () => {

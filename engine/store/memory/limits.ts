@@ -34,7 +34,6 @@ export interface MemoryLimitsStoreOptions {
 
 export class MemoryLimitsStore implements LimitsStore {
   private readonly active = new Map<string, Map<string, number>>();
-  private version = 0;
   /** tenant -> day (UTC "YYYY-MM-DD") -> spend */
   private readonly spend = new Map<string, Map<string, DaySpend>>();
   /** tenant -> its finalized refs, oldest first (only with a finalRefs bound). */
@@ -104,11 +103,11 @@ export class MemoryLimitsStore implements LimitsStore {
     });
   }
 
-  async recordSpend(tenantId: string, day: string, milli: Milli): Promise<void> {
+  recordSpend(tenantId: string, day: string, milli: Milli): void {
     this.day(tenantId, day).total += milli;
   }
 
-  async spent(tenantId: string, day: string): Promise<Milli> {
+  spent(tenantId: string, day: string): Milli {
     return this.spend.get(tenantId)?.get(day)?.total ?? 0;
   }
 
@@ -133,13 +132,5 @@ export class MemoryLimitsStore implements LimitsStore {
       for (const old of days.keys()) if (old < cutoff) days.delete(old);
     }
     return d;
-  }
-
-  async overridesVersion(): Promise<number> {
-    return this.version;
-  }
-
-  async bumpOverridesVersion(): Promise<number> {
-    return ++this.version;
   }
 }

@@ -80,11 +80,6 @@ export class Keys {
     return `${this.prefix}tasks:unsettled`;
   }
 
-  /** Bumped on every change of a tenant's limit overrides, so every process re-reads them. */
-  limitOverridesVersion(): string {
-    return `${this.prefix}limits:overrides-version`;
-  }
-
   /** An upstream pool member's circuit breaker (its own tag: shared by every process). */
   breaker(vendor: string, member: string): string {
     return `${this.prefix}{ub:${vendor}/${member}}`;

@@ -1,15 +1,19 @@
-// A tenant's holds and closes (settle, release) as groups (./batch.ts): every hold that waited
-// for the tenant's previous hold script goes in the next one, and closes likewise. One script
-// per group on the tenant's slot, each call handled in order exactly as alone (duplicates,
-// insufficient funds, the up-to rule): the wallet read once and written once, the ledger lines
-// in one RPUSH, the hold records in one HSET. So a group of any size costs the commands one call
-// did (5 for holds; 8 for closes, the chat's spend record included; more when closed holds fall
-// due, counted in docs/performance.md).
+// A tenant's admission and settlement, each ONE script in the tenant's slot, run as groups
+// (./batch.ts): every admission step asked while the tenant's previous admission script is in
+// flight goes in the next one, and settlements likewise. An admission script counts the rate
+// windows (./rate.ts: fields of the wallet hash), reads the day's spend (./limits.ts: wallet
+// fields too) and takes the holds; a settlement closes holds (settle, release), adds the chat's
+// spend to its day and appends the ledger lines. Each call is handled in order exactly as alone
+// (duplicates, insufficient funds, the up-to rule, the rate counts): the wallet hash (balance,
+// open holds, rate counters, day totals) read once and written once, the ledger lines in one
+// RPUSH. So a group of any size costs what one call does (docs/redis-layout.md, *A sync chat's
+// commands*, counts them). The rate adapter, the limits adapter and the wallet adapter of one
+// client and prefix share one WalletBatches (WalletBatches.of), so a request's three admission
+// steps, asked in the same turn, go in one script.
 import { KeyedBatches } from './batch.ts';
-import type { RedisClient } from './keys.ts';
-import { cutoff, SPEND_LIB } from './limits.ts';
+import { Keys, type RedisClient } from './keys.ts';
 import { lua } from './script.ts';
-import { WALLET_LIB } from './wallet-lib.ts';
+import { cutoff, RATE_LIB, SPEND_LIB, WALLET_LIB } from './wallet-lib.ts';
 
 // What both scripts do per call and at the end: the hold record kept (for a later call of the
 // group with the same ref, and for the one HSET), the call's answer, and the lines and records written.
@@ -28,77 +32,130 @@ local function write(L, H, lines, sets)
 end
 `;
 
-// KEYS: wallet, ledger, holds (closed ones). ARGV: per hold: ref, amount, note, at, entry id, up
-// to ('1': hold min(amount, available), refused only when nothing is available). The new hold's
-// record is the wallet's field o:<ref> until it closes.
-// Returns { th, as, la, { status, item, b, h, seq per hold } }.
-const HOLD = lua(BATCH_LIB + `
-local n = #ARGV / 6
-local refs, ofs = {}, {}
-for i = 1, n do
-  refs[i] = ARGV[(i - 1) * 6 + 1]
-  ofs[i] = 'o:' .. refs[i]
-end
-local w, open = wget(KEYS[1], ofs)
-local ex = redis.call('HMGET', KEYS[3], unpack(refs))
-local out, lines, osets, made = {}, {}, {}, {}
-for i = 1, n do
-  local o = (i - 1) * 6
-  local ref, amount, at = ARGV[o + 1], tonumber(ARGV[o + 2]), ARGV[o + 4]
-  local status, item = 'held', made[ref] or open[i] or ex[i]
-  if item then
-    status = 'duplicate'
+// KEYS: wallet, ledger, holds (closed ones), old spend (./limits.ts). ARGV: the calls, each a
+// kind and its arguments: r (a rate count): field, window n, '1' or '-1'; s (a day's spend):
+// day; h (a hold): ref, amount, note, at, entry id, up to ('1': hold min(amount, available),
+// refused only when nothing is available). A new hold's record is the wallet's field o:<ref>
+// until it closes. Returns { th, as, la, { per call: r: count; s: spent; h: status, item, b, h, seq } }.
+const ADMIT = lua(BATCH_LIB + RATE_LIB + `
+local calls, fields = {}, {}
+local i, holds = 1, 0
+while i <= #ARGV do
+  local c = { k = ARGV[i], a = i }
+  if c.k == 'r' then
+    c.f = 'r:' .. ARGV[i + 1]
+    i = i + 4
+  elseif c.k == 's' then
+    c.f = 's:' .. ARGV[i + 1]
+    i = i + 2
   else
-    item = ''
-    if ARGV[o + 6] == '1' and amount > 0 then
-      if w.b - w.h <= 0 then status = 'insufficient' else amount = math.min(amount, w.b - w.h) end
-    end
-    if status == 'held' and amount > 0 and amount > w.b - w.h then status = 'insufficient' end
-    if status == 'held' then
-      lines[#lines + 1] = line(w, ARGV[o + 5], at, 'hold', amount, ref, ARGV[o + 3])
-      item = hold_str({ state = 'open', amount = amount, settled = 0, released = 0, charge = '0', seq = w.seq, at = at })
-      osets[#osets + 1] = ofs[i]
-      osets[#osets + 1] = item
-      made[ref] = item
-      w.h = w.h + amount
+    c.f = 'o:' .. ARGV[i + 1]
+    holds = holds + 1
+    i = i + 7
+  end
+  calls[#calls + 1] = c
+  fields[#fields + 1] = c.f
+end
+fields[#fields + 1] = 'sd'
+local w, v = wget(KEYS[1], fields)
+-- The fields as the calls see them: each sees the writes of the calls before it.
+local cur, dirty = {}, {}
+for j, f in ipairs(fields) do if cur[f] == nil then cur[f] = v[j] end end
+local old = {}
+if not cur['sd'] then
+  for _, c in ipairs(calls) do
+    if c.k == 's' then
+      local o = redis.call('HGETALL', KEYS[4])
+      for j = 1, #o, 2 do old['s:' .. o[j]] = o[j + 1] end
+      break
     end
   end
-  answer(out, status, item, w)
+end
+local ex = {}
+if holds > 0 then
+  local refs = {}
+  for _, c in ipairs(calls) do if c.k == 'h' then refs[#refs + 1] = ARGV[c.a + 1] end end
+  local e = redis.call('HMGET', KEYS[3], unpack(refs))
+  for j, r in ipairs(refs) do ex[r] = e[j] end
+end
+local out, lines = {}, {}
+for _, c in ipairs(calls) do
+  local a = c.a
+  if c.k == 'r' then
+    out[#out + 1] = rate_step(cur, c.f, tonumber(ARGV[a + 2]), ARGV[a + 3])
+    dirty[c.f] = true
+  elseif c.k == 's' then
+    out[#out + 1] = cur[c.f] or old[c.f] or '0'
+  else
+    local ref, amount, at = ARGV[a + 1], tonumber(ARGV[a + 2]), ARGV[a + 4]
+    local status, item = 'held', cur[c.f] or ex[ref]
+    if item then
+      status = 'duplicate'
+    else
+      item = ''
+      if ARGV[a + 6] == '1' and amount > 0 then
+        if w.b - w.h <= 0 then status = 'insufficient' else amount = math.min(amount, w.b - w.h) end
+      end
+      if status == 'held' and amount > 0 and amount > w.b - w.h then status = 'insufficient' end
+      if status == 'held' then
+        lines[#lines + 1] = line(w, ARGV[a + 5], at, 'hold', amount, ref, ARGV[a + 3])
+        item = hold_str({ state = 'open', amount = amount, settled = 0, released = 0, charge = '0', seq = w.seq, at = at })
+        cur[c.f] = item
+        dirty[c.f] = true
+        w.h = w.h + amount
+      end
+    end
+    answer(out, status, item, w)
+  end
+end
+local sets = {}
+for f in pairs(dirty) do
+  sets[#sets + 1] = f
+  sets[#sets + 1] = cur[f]
 end
 if #lines > 0 then
   redis.call('RPUSH', KEYS[2], unpack(lines))
-  wsave(KEYS[1], w, osets)
+  wsave(KEYS[1], w, sets)
+elseif #sets > 0 then
+  redis.call('HSET', KEYS[1], unpack(sets))
 end
 return { w.th, w.as, w.la, out }
 `);
 
-// KEYS: wallet, ledger, holds, open, closed, spend (the limits' days, ./limits.ts). ARGV: now ms,
-// closed-hold ttl ms, the oldest spend day kept, then per close: ref, actual ('' = release
-// everything), note, at, id1, id2, spend day ('' = none: a settlement whose spend is recorded
-// here, in the same step, names the UTC day it counts on).
+// KEYS: wallet, ledger, holds, open, closed, old spend. ARGV: now ms, closed-hold ttl ms, the
+// oldest spend day kept, then per close: ref, actual ('' = release everything), note, at, id1,
+// id2, spend day ('' = none: a settlement whose spend is recorded here, in the same step, names
+// the UTC day it counts on; the day's total is the wallet's field s:<day>).
 // Returns { th, as, la, { status, item, b, h, seq per close } }.
 const CLOSE = lua(BATCH_LIB + SPEND_LIB + `
 local n = (#ARGV - 3) / 7
-local refs, ofs = {}, {}
+local refs, fields = {}, {}
 for i = 1, n do
   refs[i] = ARGV[3 + (i - 1) * 7 + 1]
-  ofs[i] = 'o:' .. refs[i]
+  fields[i] = 'o:' .. refs[i]
 end
-local w, open = wget(KEYS[1], ofs)
+for i = 1, n do
+  local day = ARGV[3 + (i - 1) * 7 + 7]
+  if day ~= '' then fields[#fields + 1] = 's:' .. day end
+end
+fields[#fields + 1] = 'sd'
+local w, v = wget(KEYS[1], fields)
+local cur = {}
+for j, f in ipairs(fields) do if cur[f] == nil then cur[f] = v[j] end end
 -- A ref not open in the wallet: closed already (a duplicate), unknown, or a hold taken before open
 -- holds moved into the wallet (open in the holds hash and the open set).
 local miss = {}
-for i = 1, n do if not open[i] then miss[#miss + 1] = refs[i] end end
+for i = 1, n do if not v[i] then miss[#miss + 1] = refs[i] end end
 local ex = {}
 if #miss > 0 then
-  local v = redis.call('HMGET', KEYS[3], unpack(miss))
-  for j, r in ipairs(miss) do ex[r] = v[j] end
+  local e = redis.call('HMGET', KEYS[3], unpack(miss))
+  for j, r in ipairs(miss) do ex[r] = e[j] end
 end
-local out, lines, sets, shut, made, days, gone, old = {}, {}, {}, {}, {}, {}, {}, {}
+local out, lines, sets, wsets, shut, made, days, gone, old = {}, {}, {}, {}, {}, {}, {}, {}, {}
 for i = 1, n do
   local o = 3 + (i - 1) * 7
   local ref, note, at = ARGV[o + 1], ARGV[o + 3], ARGV[o + 4]
-  local status, item = 'closed', made[ref] or open[i] or ex[ref]
+  local status, item = 'closed', made[ref] or v[i] or ex[ref]
   if not item then
     status, item = 'unknown', ''
   else
@@ -126,7 +183,7 @@ for i = 1, n do
       local day = ARGV[o + 7]
       if day ~= '' and settled > 0 then days[day] = (days[day] or 0) + settled end
       item = hold_str(h)
-      if open[i] then gone[#gone + 1] = ofs[i] else old[#old + 1] = ref end
+      if v[i] then gone[#gone + 1] = fields[i] else old[#old + 1] = ref end
       keep(made, sets, ref, item)
       shut[#shut + 1] = ref
       w.h = w.h - h.amount
@@ -137,11 +194,18 @@ for i = 1, n do
 end
 if #lines > 0 then
   write(KEYS[2], KEYS[3], lines, sets)
+  if next(days) then
+    local sd, totals = cur['sd'], {}
+    if not sd then sd, totals = spend_moved(KEYS[6], wsets) end
+    for day, milli in pairs(days) do
+      local f = 's:' .. day
+      sd = day_set(sd, day, tonumber(cur[f] or totals[day] or '0') + milli, ARGV[3], wsets, gone)
+    end
+  end
   if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
   if #old > 0 then redis.call('SREM', KEYS[4], unpack(old)) end
   forget(KEYS[3], KEYS[5], w, shut, tonumber(ARGV[1]), tonumber(ARGV[2]))
-  wsave(KEYS[1], w)
-  for day, milli in pairs(days) do add_spend(KEYS[6], day, milli, ARGV[3]) end
+  wsave(KEYS[1], w, wsets)
 end
 return { w.th, w.as, w.la, out }
 `);
@@ -154,36 +218,80 @@ export interface WalletStep {
 }
 
 /** A hold: ref, amount, note, at, entry id, up to ('1' / '0'). */
-type HoldArgs = [string, string, string, string, string, string];
+export type HoldArgs = [string, string, string, string, string, string];
 /** A close: ref, actual ('' = release), note, at, id1, id2, spend day ('' = none). */
-type CloseArgs = [string, string, string, string, string, string, string];
+export type CloseArgs = [string, string, string, string, string, string, string];
+
+/** One admission step: a rate count, a day's spend read, or a hold. */
+type AdmitCall = { kind: 'r'; args: [string, string, string] } | { kind: 's'; args: [string] } | { kind: 'h'; args: HoldArgs };
+/** A close with the closed-hold retention of the wallet adapter that asked (now ms, ttl ms). */
+interface CloseCall {
+  args: CloseArgs;
+  forget: [string, string];
+}
+
+/** One WalletBatches per client and prefix: the adapters that share them share their groups. */
+const shared = new WeakMap<RedisClient, Map<string, WalletBatches>>();
 
 export class WalletBatches {
-  private readonly holds: KeyedBatches<HoldArgs, WalletStep>;
-  private readonly closes: KeyedBatches<CloseArgs, WalletStep>;
+  private readonly admits: KeyedBatches<AdmitCall, number | string | WalletStep>;
+  private readonly closes: KeyedBatches<CloseCall, WalletStep>;
 
-  /** `keys(tenant)`: wallet, ledger, holds, open, closed, spend; `forget()`: now ms and the closed-hold ttl ms. */
-  constructor(client: RedisClient, keys: (tenantId: string) => string[], forget: () => [string, string]) {
-    this.holds = new KeyedBatches(async (tenantId, calls) => steps(await HOLD.run(client, keys(tenantId).slice(0, 3), calls.flat())));
+  /** The WalletBatches of `client` and `prefix` (the wallet, limits and rate adapters of one store share it). */
+  static of(client: RedisClient, prefix: string): WalletBatches {
+    let byPrefix = shared.get(client);
+    if (!byPrefix) shared.set(client, (byPrefix = new Map()));
+    let b = byPrefix.get(prefix);
+    if (!b) byPrefix.set(prefix, (b = new WalletBatches(client, new Keys(prefix))));
+    return b;
+  }
+
+  private constructor(client: RedisClient, keys: Keys) {
+    const k = (tenantId: string, ...names: string[]) => names.map((n) => keys.tenant(tenantId) + n);
+    this.admits = new KeyedBatches(async (tenantId, calls) => {
+      const args: string[] = [];
+      for (const c of calls) args.push(c.kind, ...c.args);
+      const [th, as, la, out] = (await ADMIT.run(client, k(tenantId, 'wallet', 'ledger', 'holds', 'spend'), args)) as [string, string, string, (string | number)[]];
+      const all: (number | string | WalletStep)[] = [];
+      let i = 0;
+      for (const c of calls) {
+        if (c.kind !== 'h') all.push(out[i++]!);
+        else {
+          all.push(step(out, i, th, as, la));
+          i += 5;
+        }
+      }
+      return all;
+    });
     this.closes = new KeyedBatches(async (tenantId, calls) => {
-      const [now, ttl] = forget();
+      const [now, ttl] = calls[0]!.forget;
       const today = new Date(Number(now)).toISOString().slice(0, 10);
-      return steps(await CLOSE.run(client, keys(tenantId), [now, ttl, cutoff(today), ...calls.flat()]));
+      const keys = k(tenantId, 'wallet', 'ledger', 'holds', 'open', 'closed', 'spend');
+      const [th, as, la, out] = (await CLOSE.run(client, keys, [now, ttl, cutoff(today), ...calls.flatMap((c) => c.args)])) as [string, string, string, string[]];
+      return calls.map((_, j) => step(out, j * 5, th, as, la));
     });
   }
 
-  hold(tenantId: string, args: HoldArgs): Promise<WalletStep> {
-    return this.holds.call(tenantId, args);
+  /** Count (1) or give back (-1) one request in window `n` of the tenant's counter `field`: the count after it. */
+  rate(tenantId: string, field: string, n: number, delta: 1 | -1): Promise<number> {
+    return this.admits.call(tenantId, { kind: 'r', args: [field, String(n), String(delta)] }) as Promise<number>;
   }
 
-  close(tenantId: string, args: CloseArgs): Promise<WalletStep> {
-    return this.closes.call(tenantId, args);
+  /** The tenant's spend of `day` (milli). */
+  async spent(tenantId: string, day: string): Promise<number> {
+    return Number(await this.admits.call(tenantId, { kind: 's', args: [day] }));
+  }
+
+  hold(tenantId: string, args: HoldArgs): Promise<WalletStep> {
+    return this.admits.call(tenantId, { kind: 'h', args }) as Promise<WalletStep>;
+  }
+
+  /** `forget`: now ms and the closed-hold ttl ms of the asking wallet adapter. */
+  close(tenantId: string, args: CloseArgs, forget: [string, string]): Promise<WalletStep> {
+    return this.closes.call(tenantId, { args, forget });
   }
 }
 
-function steps(reply: unknown): WalletStep[] {
-  const [th, as, la, out] = reply as [string, string, string, string[]];
-  const all: WalletStep[] = [];
-  for (let i = 0; i < out.length; i += 5) all.push({ status: out[i]!, item: out[i + 1]!, wallet: [out[i + 2]!, out[i + 3]!, th, as, la, out[i + 4]!] });
-  return all;
+function step(out: (string | number)[], i: number, th: string, as: string, la: string): WalletStep {
+  return { status: String(out[i]), item: String(out[i + 1]), wallet: [String(out[i + 2]), String(out[i + 3]), th, as, la, String(out[i + 4])] };
 }

@@ -1,6 +1,11 @@
 // The Lua helpers every wallet script shares (./wallets.ts, ./wallet-batches.ts): the wallet
 // hash (with the open holds) read once and written once per script, ledger lines, hold records
-// and the closed-hold retention.
+// and the closed-hold retention; the day totals of the daily spend (also ./limits.ts's scripts)
+// and the rate counters (also ./rate.ts's), which live in the wallet hash too.
+
+/** Days of spend kept before the day being written (as in the memory adapter). */
+export const RETAIN_DAYS = 3;
+
 export const WALLET_LIB = `
 -- The wallet, and the fields \`extra\` read in the same HMGET (false where absent): a hold's
 -- record while it is open is the wallet's field \`o:<ref>\`, so a hold and its close read and
@@ -82,3 +87,89 @@ local function hold_parse(s)
   return { state = st, amount = tonumber(a), settled = tonumber(se), released = tonumber(re), charge = ch, seq = tonumber(sq), at = at }
 end
 `;
+
+// The day totals as wallet fields, shared with the chat's scripts (./wallet-batches.ts), which
+// read and write them with the wallet's own HMGET and HSET. `day_set` writes a day's total into
+// `sets` (field, value pairs) and, when the day is new, the kept days without those before
+// `cutoff`, whose fields go into `gone` (to HDEL). `spend_moved(S)` moves the days of the old
+// `spend` hash (before this layout) into `sets` and deletes it: the kept days, and their totals.
+export const SPEND_LIB = `
+local function day_set(sd, day, total, cutoff, sets, gone)
+  sets[#sets + 1] = 's:' .. day
+  sets[#sets + 1] = num(total)
+  if string.find(' ' .. sd .. ' ', ' ' .. day .. ' ', 1, true) then return sd end
+  local keep = {}
+  for d in string.gmatch(sd, '%S+') do
+    if d < cutoff then gone[#gone + 1] = 's:' .. d else keep[#keep + 1] = d end
+  end
+  keep[#keep + 1] = day
+  sd = table.concat(keep, ' ')
+  sets[#sets + 1] = 'sd'
+  sets[#sets + 1] = sd
+  return sd
+end
+local function spend_moved(S, sets)
+  local old = redis.call('HGETALL', S)
+  local days, totals = {}, {}
+  for i = 1, #old, 2 do
+    days[#days + 1] = old[i]
+    totals[old[i]] = old[i + 1]
+    sets[#sets + 1] = 's:' .. old[i]
+    sets[#sets + 1] = old[i + 1]
+  end
+  local sd = table.concat(days, ' ')
+  sets[#sets + 1] = 'sd'
+  sets[#sets + 1] = sd
+  if #old > 0 then redis.call('DEL', S) end
+  return sd, totals
+end
+-- One call's day: the kept days (the old hash moved in first, when still there) and its total.
+local function day_get(W, S, day)
+  local v = redis.call('HMGET', W, 'sd', 's:' .. day)
+  if v[1] then return v[1], tonumber(v[2] or '0') end
+  local sets = {}
+  local sd, totals = spend_moved(S, sets)
+  redis.call('HSET', W, unpack(sets))
+  return sd, tonumber(totals[day] or '0')
+end
+local function day_put(W, sd, day, total, cutoff)
+  local sets, gone = {}, {}
+  day_set(sd, day, total, cutoff, sets, gone)
+  redis.call('HSET', W, unpack(sets))
+  if #gone > 0 then redis.call('HDEL', W, unpack(gone)) end
+end
+`;
+
+// One rate counter's step, on `cur` (field -> "<window n>|<count>" or false, as read): delta '1'
+// counts one request in window n ('-1' gives one back, only within the same window); a call for
+// a window older than the field's (a process whose clock lags) counts as the first of its window.
+// Returns the count after it, and whether the field turned to a newer window.
+export const RATE_LIB = `
+local function rate_step(cur, f, n, delta)
+  local a, c = -1, 0
+  if cur[f] then
+    local x, y = string.match(cur[f], '^(%d+)|(%d+)$')
+    a, c = tonumber(x), tonumber(y)
+  end
+  local out, turned = c, false
+  if delta == '1' then
+    if a < n then a, c, turned = n, 0, true end
+    if a == n then
+      c = c + 1
+      out = c
+    else
+      out = 1
+    end
+  elseif a == n and c > 0 then
+    c = c - 1
+    out = c
+  end
+  cur[f] = num(a) .. '|' .. num(c)
+  return out, turned
+end
+`;
+
+/** The oldest day kept when writing `day` (as in the memory adapter). */
+export function cutoff(day: string): string {
+  return new Date(Date.parse(`${day}T00:00:00Z`) - RETAIN_DAYS * 86_400_000).toISOString().slice(0, 10);
+}

@@ -5,7 +5,10 @@
 // together in one script run (./wallet-batches.ts). The shared Lua is in ./wallet-lib.ts.
 //   <p>{t:<id>}:wallet   hash  b (balance), h (held), th (threshold, absent = default),
 //                              as (alert state), la (last alert ms, absent = none), seq,
-//                              o:<ref> -> an open hold's record (moved to holds when it closes)
+//                              o:<ref> -> an open hold's record (moved to holds when it closes);
+//                              also the tenant's rate counters r:<counter>:<id> (./rate.ts) and
+//                              day totals s:<day>, sd (./limits.ts), read and written by the
+//                              chat's admission and settlement scripts (./wallet-batches.ts)
 //   <p>{t:<id>}:ledger   list  one entry per ledger line kept, JSON [id, at, kind, amount, ref, note];
 //                              read, archived and trimmed by ./ledger.ts (seq = lo + index + 1)
 //   <p>{t:<id>}:holds    hash  ref -> "state|amount|settled|released|charge|seq|at" (closed holds)
@@ -136,7 +139,7 @@ export class RedisWalletStore implements WalletStore {
     this.clock = opts.clock ?? systemClock;
     this.recordsSpend = opts.recordsSpend ?? false;
     this.ledger = new RedisLedger(this.client, (t, name) => this.k(t, name));
-    this.batches = new WalletBatches(this.client, (t) => this.walletKeys(t, 'holds'), () => this.forgetArgs());
+    this.batches = WalletBatches.of(this.client, opts.prefix);
   }
 
   async get(tenantId: string): Promise<WalletRecord> {
@@ -159,13 +162,13 @@ export class RedisWalletStore implements WalletStore {
 
   async settle(tenantId: string, ref: string, actual: Milli, note: string, at: string, opts: SettleOptions = {}): Promise<CloseResult> {
     const day = this.recordsSpend ? (opts.spendDay ?? '') : '';
-    const r = closeResult(tenantId, ref, await this.batches.close(tenantId, [ref, String(actual), note, at, prefixedId('led_'), prefixedId('led_'), day]));
+    const r = closeResult(tenantId, ref, await this.batches.close(tenantId, [ref, String(actual), note, at, prefixedId('led_'), prefixedId('led_'), day], this.forgetArgs()));
     if (day !== '') r.spendRecorded = true;
     return r;
   }
 
   async release(tenantId: string, ref: string, note: string, at: string): Promise<CloseResult> {
-    return closeResult(tenantId, ref, await this.batches.close(tenantId, [ref, '', note, at, prefixedId('led_'), prefixedId('led_'), '']));
+    return closeResult(tenantId, ref, await this.batches.close(tenantId, [ref, '', note, at, prefixedId('led_'), prefixedId('led_'), ''], this.forgetArgs()));
   }
 
   async charge(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<CloseResult> {
@@ -235,7 +238,7 @@ export class RedisWalletStore implements WalletStore {
 
   private walletKeys(tenantId: string, third: 'holds' | 'credits'): string[] {
     const keys = [this.k(tenantId, 'wallet'), this.k(tenantId, 'ledger'), this.k(tenantId, third)];
-    if (third === 'holds') keys.push(this.k(tenantId, 'open'), this.k(tenantId, 'closed'), this.k(tenantId, 'spend'));
+    if (third === 'holds') keys.push(this.k(tenantId, 'open'), this.k(tenantId, 'closed'));
     return keys;
   }
 
