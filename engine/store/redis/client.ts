@@ -5,8 +5,8 @@
 //  - no re-sending on reconnect, and commands in flight are failed when the connection drops
 //    (maxRetriesPerRequest 0): the request that sent them has been answered by then;
 //  - every command answers within `commandTimeoutMs`, and a connection that has returned
-//    nothing for that long is dropped (socketTimeout), so a Redis that hangs is treated as
-//    one that is gone;
+//    nothing for that long is dropped, so a Redis that hangs is treated as one that is gone
+//    (CommandGuard below);
 //  - every transport failure is a GatewayError 4003 (503, Retry-After): one mapping for every
 //    adapter. So is every error reply by which Redis refuses a command for its own state rather
 //    than for the command (STORE_REFUSES below: out of memory, a read-only replica, loading, busy
@@ -52,44 +52,121 @@ export function isStoreAway(err: unknown): boolean {
 // ioredis itself calls sendCommand and drops that promise (pipelines), which would leave a
 // second, unhandled rejection. Set before a Cluster wraps the reject with its redirection
 // handling, so MOVED and ASK still reach that handling unmapped.
-function mapRejections(command: Command): void {
-  const reject = command.reject as Command['reject'] & { [MAPPED]?: true };
-  if (reject[MAPPED]) return;
-  const mapped = (err: Error) =>
-    reject(err instanceof GatewayError || !isStoreAway(err) ? err : dependencyUnavailable('store', err));
-  command.reject = Object.assign(mapped, { [MAPPED]: true as const });
+function mapRejections(command: Command & { [MAPPED]?: true }): void {
+  if (command[MAPPED]) return;
+  command[MAPPED] = true;
+  const reject = command.reject;
+  command.reject = (err: Error) => reject(err instanceof GatewayError || !isStoreAway(err) ? err : dependencyUnavailable('store', err));
 }
 
-/** Sockets whose writes are held until the event loop's next check phase (see coalesceWrites). */
-const CORKED = new WeakSet<object>();
+/** When a command was first handed to a connection (performance.now()): its deadline is commandTimeoutMs later. */
+const SENT_AT = Symbol('sent at');
+type Sent = Command & { [SENT_AT]?: number };
 
 /**
- * ioredis writes each command to its socket on its own, and a write to a loopback or LAN socket
- * is a system call that runs the receiving TCP stack: in Redis mode that was the gateway's largest
- * single cost (a sixth of its CPU per task life, 112 of 714 µs, in a create profile). Here the
- * connection's socket is corked when a command is written and uncorked in the event loop's next
- * check phase (setImmediate), so every command issued while one batch of I/O callbacks runs leaves
- * in one writev. Each command stays a command of its own (its own reply, timeout and error; no
- * pipeline, whose retry and ordering rules differ): only the system calls are shared. The delay is
- * the rest of the current loop turn. ioredis's enableAutoPipelining does the batching with a
- * Pipeline per batch instead; measured, it cost more CPU per create than no batching at all
+ * What one connection does around each command it writes, beside ioredis's own work.
+ *
+ * Deadlines. Every command answers within `timeoutMs` or is failed ('Command timed out', mapped to
+ * 4003), and a connection that has received nothing for `timeoutMs` while commands wait is
+ * destroyed (so a Redis that hangs is treated as one that is gone: the commands in flight fail and
+ * new ones are refused until it reconnects). ioredis's commandTimeout and socketTimeout options do
+ * the same with a timer per command, and a timer and a 'data' listener per read: in a create
+ * profile those were 2-3% of the gateway's CPU. Here one timer per connection runs at the
+ * earliest deadline of the commands ioredis has written and not yet matched with a reply (its
+ * commandQueue, oldest first), fails those past it, and sets itself for the next; a command
+ * only has its send time noted.
+ *
+ * Write coalescing. ioredis writes each command to its socket on its own, and a write to a
+ * loopback or LAN socket is a system call that runs the receiving TCP stack: in Redis mode that was
+ * the gateway's largest single cost (a sixth of its CPU per task life, 112 of 714 µs, in a create
+ * profile). Here the socket is corked when a command is written and uncorked in the event loop's
+ * next check phase (setImmediate), so every command issued while one batch of I/O callbacks runs
+ * leaves in one writev. Each command stays a command of its own (its own reply, deadline and
+ * error; no pipeline, whose retry and ordering rules differ): only the system calls are shared.
+ * The delay is the rest of the current loop turn. ioredis's enableAutoPipelining does the batching
+ * with a Pipeline per batch instead; measured, it cost more CPU per create than no batching at all
  * (one pipeline in flight per connection, a promise and a callback per command).
  */
-function coalesceWrites(connection: Redis, stream: unknown): void {
-  const socket = connection.stream as NetStream | undefined;
-  if (stream !== undefined || !socket?.writable || CORKED.has(socket)) return;
-  CORKED.add(socket);
-  socket.cork();
-  setImmediate(() => {
-    CORKED.delete(socket);
+class CommandGuard {
+  private timer: NodeJS.Timeout | undefined;
+  /** The socket whose reads `lastRead` follows (a reconnect brings a new one). */
+  private socket: NetStream | undefined;
+  private lastRead = 0;
+  private corked = false;
+
+  private readonly connection: Redis;
+  private readonly timeoutMs: number;
+
+  constructor(connection: Redis, timeoutMs: number) {
+    this.connection = connection;
+    this.timeoutMs = timeoutMs;
+  }
+
+  /** Before ioredis's sendCommand (`stream`: a pipeline's, which writes on its own). */
+  sending(command: Sent, stream: unknown): void {
+    const now = performance.now();
+    // A command sent again (a Cluster following MOVED) keeps its first deadline, as ioredis's timer did.
+    command[SENT_AT] ??= now;
+    const socket = this.connection.stream as NetStream | undefined;
+    if (socket !== this.socket && socket !== undefined) {
+      this.socket = socket;
+      this.lastRead = now;
+      socket.on('data', this.read);
+    }
+    this.timer ??= setTimeout(this.check, this.timeoutMs).unref();
+    if (stream === undefined && !this.corked && socket?.writable) {
+      this.corked = true;
+      socket.cork();
+      setImmediate(this.uncork, socket);
+    }
+  }
+
+  private readonly read = (): void => {
+    this.lastRead = performance.now();
+  };
+
+  private readonly uncork = (socket: NetStream): void => {
+    this.corked = false;
     socket.uncork();
-  });
+  };
+
+  private readonly check = (): void => {
+    this.timer = undefined;
+    const now = performance.now();
+    const queue = this.connection.commandQueue;
+    let next = Infinity;
+    // Every waiting command is looked at: one the Cluster sent again may sit behind younger ones.
+    for (let i = 0; i < queue.length; i++) {
+      const command = queue.peekAt(i)!.command as Sent;
+      const due = (command[SENT_AT] ?? now) + this.timeoutMs;
+      if (due > now) next = Math.min(next, due);
+      else if (!command.isSettled) command.reject(new Error('Command timed out'));
+    }
+    if (queue.length > 0) {
+      const oldest = (queue.peekFront()!.command as Sent)[SENT_AT] ?? now;
+      const silentSince = Math.max(this.lastRead, oldest);
+      if (silentSince + this.timeoutMs <= now) {
+        // ioredis then fails the commands still waiting ('Connection is closed.') and reconnects.
+        this.connection.stream?.destroy(new Error(`Socket timeout. Expecting data, but didn't receive any in ${this.timeoutMs}ms.`));
+        return;
+      }
+      next = Math.min(next, silentSince + this.timeoutMs);
+    }
+    if (next !== Infinity) this.timer = setTimeout(this.check, next - now).unref();
+  };
 }
 
 export class FailFastRedis extends Redis {
+  private readonly guard: CommandGuard;
+
+  constructor(url: string, options: Omit<RedisOptions, 'replyMapping'>, commandTimeoutMs: number) {
+    super(url, options);
+    this.guard = new CommandGuard(this, commandTimeoutMs);
+  }
+
   override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
     mapRejections(command);
-    coalesceWrites(this, stream);
+    this.guard.sending(command, stream);
     return super.sendCommand(command, stream);
   }
 }
@@ -106,16 +183,15 @@ type NodeAccess = Pick<RedisOptions, 'username' | 'password' | 'tls'>;
 /** Reconnect quickly once Redis is back (requests are refused meanwhile, so retrying costs nothing). */
 const reconnectDelay = (attempt: number): number => Math.min(50 * 2 ** attempt, 1000);
 
-const failFastOptions = (commandTimeoutMs: number): Pick<RedisOptions, 'enableOfflineQueue' | 'autoResendUnfulfilledCommands' | 'maxRetriesPerRequest' | 'commandTimeout' | 'socketTimeout'> => ({
+// No commandTimeout / socketTimeout: each connection's CommandGuard keeps those deadlines.
+const failFastOptions: Pick<RedisOptions, 'enableOfflineQueue' | 'autoResendUnfulfilledCommands' | 'maxRetriesPerRequest'> = {
   enableOfflineQueue: false,
   autoResendUnfulfilledCommands: false,
   maxRetriesPerRequest: 0,
-  commandTimeout: commandTimeoutMs,
-  socketTimeout: commandTimeoutMs,
-});
+};
 
 export function failFastRedis(url: string, commandTimeoutMs: number): FailFastRedis {
-  return new FailFastRedis(url, { lazyConnect: true, retryStrategy: reconnectDelay, ...failFastOptions(commandTimeoutMs) });
+  return new FailFastRedis(url, { lazyConnect: true, retryStrategy: reconnectDelay, ...failFastOptions }, commandTimeoutMs);
 }
 
 export function failFastCluster(nodes: readonly string[], commandTimeoutMs: number): FailFastCluster {
@@ -128,14 +204,15 @@ export function failFastCluster(nodes: readonly string[], commandTimeoutMs: numb
     retryDelayOnClusterDown: 0,
     clusterRetryStrategy: reconnectDelay,
     slotsRefreshTimeout: commandTimeoutMs,
-    redisOptions: { ...redisOptions, ...failFastOptions(commandTimeoutMs) },
+    redisOptions: { ...redisOptions, ...failFastOptions },
   });
-  // The cluster makes its node connections itself (plain Redis clients): their writes are
-  // coalesced like a single node's, as each is created.
+  // The cluster makes its node connections itself (plain Redis clients): each gets a guard like a
+  // single node's, as it is created (the errors are mapped by the cluster's sendCommand above).
   cluster.on('+node', (node: Redis) => {
+    const guard = new CommandGuard(node, commandTimeoutMs);
     const send = node.sendCommand.bind(node);
     node.sendCommand = (command, stream) => {
-      coalesceWrites(node, stream);
+      guard.sending(command, stream);
       return send(command, stream);
     };
   });
