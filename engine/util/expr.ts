@@ -1,11 +1,11 @@
 // Expressions in descriptors (mappings, pricing, rules) are JSONata, compiled once when the
 // descriptor is compiled. The most common shapes are answered synchronously without JSONata's
-// per-node promises: literals, plain dotted paths (`output.task_id`, `size`), and the request
-// bodies built of them (object constructors with literal keys, `cond ? a : b`, `$exists(path)`;
-// model D's submit body through JSONata was 48 KB of a task life's 187 KB of garbage, measured
-// with bench/allocation.ts). Everything else, and any evaluation that meets an array (JSONata's
-// sequences) or a branch the fast path does not know, is JSONata's to answer, for the whole
-// expression.
+// per-node promises: literals, paths of plain names over objects and arrays (`output.task_id`,
+// `output.results.url`, `$result.images`), `$count` and `$exists` of them, and the request
+// bodies built of them (object constructors with literal keys, `cond ? a : b`; model D's submit
+// body through JSONata was 48 KB of a task life's 187 KB of garbage, measured with
+// bench/allocation.ts). Everything else, and any evaluation that meets a branch the fast path
+// does not know, is JSONata's to answer, for the whole expression.
 import { createRequire } from 'node:module';
 
 // Required, not imported: jsonata is one CommonJS file (299 KB, held as 598 KB of UTF-16 text),
@@ -50,16 +50,17 @@ export function compileExpr(source: string): CompiledExpr {
   return {
     source: trimmed,
     evaluate(input, bindings) {
-      const value = fast(input);
-      return value === ASK_JSONATA ? viaJsonata(input, bindings) : Promise.resolve(value);
+      const value = fast(input, bindings);
+      return value === ASK_JSONATA ? viaJsonata(input, bindings) : Promise.resolve(normalise(value));
     },
   };
 }
 
-/** What the fast path answers when the input leads it into an array: JSONata must answer. */
+/** What the fast path answers when it meets what it does not know: JSONata must answer. */
 export const ASK_JSONATA: unique symbol = Symbol('ask JSONata');
 
-export type FastPath = (input: unknown) => unknown;
+/** The caller's variables (`$result`, `$request`...) are read from `bindings`, as JSONata does. */
+export type FastPath = (input: unknown, bindings?: Record<string, unknown>) => unknown;
 
 /** The fields of JSONata's AST read here; any other field on a step (a filter, `[]`, `@`, `#`...) means JSONata. */
 interface Node {
@@ -78,9 +79,10 @@ const only = (node: Node, fields: ReadonlySet<string>) => Object.keys(node).ever
 const ask: FastPath = () => ASK_JSONATA;
 
 /**
- * A synchronous evaluator for a literal, a dotted path of plain names, an object constructor with
- * literal keys, a condition or `$exists(...)`, built of the same; undefined for anything else. Inside
- * an object or a branch, a part it does not know hands the whole expression to JSONata when reached.
+ * A synchronous evaluator for a literal, a path of plain names (over objects and arrays, from the
+ * input or from a variable the caller binds), an object constructor with literal keys, a condition,
+ * `$exists(...)` or `$count(...)`, built of the same; undefined for anything else. Inside an object
+ * or a branch, a part it does not know hands the whole expression to JSONata when reached.
  */
 export function compileFastPath(ast: unknown): FastPath | undefined {
   const node = ast as Node;
@@ -90,26 +92,76 @@ export function compileFastPath(ast: unknown): FastPath | undefined {
   }
   if (node.type === 'unary' && node.value === '{' && only(node, OBJECT_FIELDS)) return objectOf(node.lhs as [Node, Node][]);
   if (node.type === 'condition' && only(node, CONDITION_FIELDS)) return conditionOf(node);
-  if (node.type === 'function' && only(node, CALL_FIELDS)) return existsOf(node);
-  return plainPath(node);
+  if (node.type === 'function' && only(node, CALL_FIELDS)) return callOf(node);
+  return pathOf(node);
 }
 
-/** A dotted path of plain names: JSONata's when it steps over (or ends at) an array. */
-function plainPath(node: Node): FastPath | undefined {
+/**
+ * A path of plain names (`output.results.url`), or of names after a variable the caller binds
+ * (`$result.images`), with JSONata's sequence rules: a step over an array maps over its items and
+ * flattens what they give one level; a path whose last step finds one array gives that array; no
+ * value gives undefined, one value itself, several an array of them.
+ */
+function pathOf(node: Node): FastPath | undefined {
   const steps = node.type === 'path' && Object.keys(node).every((k) => k === 'steps' || PLAIN_STEP_FIELDS.has(k)) ? node.steps! : [node];
-  if (!steps.every((s) => s.type === 'name' && only(s, PLAIN_STEP_FIELDS))) return undefined;
+  if (!steps.every((s, i) => (s.type === 'name' || (i === 0 && s.type === 'variable')) && only(s, PLAIN_STEP_FIELDS))) return undefined;
+  const variable = steps[0]!.type === 'variable' ? String(steps[0]!.value) : undefined;
+  if (variable === '' || variable === '$') return undefined; // the context and the root: JSONata's
   const keys = steps.map((s) => String(s.value));
-  return (input) => {
-    let cur = input;
-    for (const key of keys) {
-      if (Array.isArray(cur)) return ASK_JSONATA; // a step over an array maps over it: a sequence
-      if (cur === null || typeof cur !== 'object' || !Object.hasOwn(cur, key)) return undefined;
-      cur = (cur as Record<string, unknown>)[key];
+  return (input, bindings) => {
+    let sequence: unknown[] = [input];
+    for (let i = 0; i < keys.length; i++) {
+      const found: unknown[] = [];
+      let oneIsSequence = false; // whether found's only value (if one) is a sequence JSONata made, not an array of the data
+      if (i === 0 && variable !== undefined) {
+        // A name the caller did not bind is one of JSONata's functions, or nothing: JSONata's to say.
+        if (!bindings || !Object.hasOwn(bindings, variable)) return ASK_JSONATA;
+        if (bindings[variable] !== undefined) found.push(bindings[variable]);
+      } else {
+        for (const item of sequence) {
+          if (Array.isArray(item)) {
+            // A name over an array: its items' values, as a sequence (a lone value is unwrapped).
+            const values = lookupAll(item, keys[i]!, []);
+            if (values.length === 1) found.push(values[0]);
+            else if (values.length > 1) {
+              found.push(values);
+              oneIsSequence = true;
+            }
+          } else {
+            const value = own(item, keys[i]!);
+            if (value !== undefined) found.push(value);
+          }
+        }
+      }
+      if (i === keys.length - 1 && found.length === 1 && Array.isArray(found[0]) && !oneIsSequence) return found[0];
+      sequence = [];
+      for (const value of found) {
+        if (Array.isArray(value)) for (const v of value) sequence.push(v);
+        else sequence.push(value);
+      }
+      if (sequence.length === 0) return undefined;
     }
-    return Array.isArray(cur) ? ASK_JSONATA : cur; // JSONata may unwrap or flatten an array result
+    return sequence.length === 1 ? sequence[0] : sequence;
   };
 }
 
+/** The value of an object's own key (JSONata reads no inherited one), else undefined. */
+function own(item: unknown, key: string): unknown {
+  return item !== null && typeof item === 'object' && Object.hasOwn(item, key) ? (item as Record<string, unknown>)[key] : undefined;
+}
+
+/** JSONata's lookup of a name in an array: every item's value, arrays among them (and nested arrays of items) flattened, into `out`. */
+function lookupAll(items: unknown[], key: string, out: unknown[]): unknown[] {
+  for (const item of items) {
+    if (Array.isArray(item)) lookupAll(item, key, out);
+    else {
+      const value = own(item, key);
+      if (Array.isArray(value)) for (const v of value) out.push(v);
+      else if (value !== undefined) out.push(value);
+    }
+  }
+  return out;
+}
 
 /**
  * `{"k": v, ...}` over one object (JSONata groups an array input: its answer): a key whose value
@@ -120,11 +172,11 @@ function objectOf(pairs: [Node, Node][]): FastPath | undefined {
   const keys = pairs.map(([k]) => String(k.value));
   if (new Set(keys).size !== keys.length || keys.some((k) => k === '_jsonata_lambda' || k === '_jsonata_function')) return undefined;
   const values = pairs.map(([, v]) => compileFastPath(v) ?? ask);
-  return (input) => {
+  return (input, bindings) => {
     if (Array.isArray(input)) return ASK_JSONATA;
     const out: Record<string, unknown> = Object.create(null);
     for (let i = 0; i < keys.length; i++) {
-      const v = values[i]!(input);
+      const v = values[i]!(input, bindings);
       if (v === ASK_JSONATA) return ASK_JSONATA;
       if (v !== undefined) out[keys[i]!] = v;
     }
@@ -138,24 +190,34 @@ function conditionOf(node: Node): FastPath | undefined {
   if (!test) return undefined;
   const then = compileFastPath(node.then) ?? ask;
   const otherwise = node.else === undefined ? () => undefined : (compileFastPath(node.else) ?? ask);
-  return (input) => {
-    const c = test(input);
+  return (input, bindings) => {
+    const c = test(input, bindings);
     if (c === ASK_JSONATA || (c !== null && typeof c === 'object')) return ASK_JSONATA;
     const truthy = typeof c === 'string' ? c.length > 0 : typeof c === 'number' ? c !== 0 : c === true;
-    return truthy ? then(input) : otherwise(input);
+    return truthy ? then(input, bindings) : otherwise(input, bindings);
   };
 }
 
-/** `$exists(x)`: whether x is defined. */
-function existsOf(node: Node): FastPath | undefined {
+/** JSONata's functions answered here, of their one argument's value (undefined when it has none). */
+const FUNCTIONS = new Map<string, (value: unknown) => unknown>([
+  ['exists', (value) => value !== undefined],
+  // `<a:n>`: a value that is not an array counts as an array of one.
+  ['count', (value) => (value === undefined ? 0 : Array.isArray(value) ? value.length : 1)],
+]);
+
+/** `$exists(x)`, `$count(x)`; JSONata's if the caller binds a variable of the function's name. */
+function callOf(node: Node): FastPath | undefined {
   const proc = node.procedure as Node | undefined;
   const args = node.arguments as Node[] | undefined;
-  if (node.value !== '(' || proc?.type !== 'variable' || proc.value !== 'exists' || !only(proc, PLAIN_STEP_FIELDS) || args?.length !== 1) return undefined;
-  const arg = compileFastPath(args[0]);
-  if (!arg) return undefined;
-  return (input) => {
-    const v = arg(input);
-    return v === ASK_JSONATA ? v : v !== undefined;
+  if (node.value !== '(' || proc?.type !== 'variable' || !only(proc, PLAIN_STEP_FIELDS) || args?.length !== 1) return undefined;
+  const name = String(proc.value);
+  const fn = FUNCTIONS.get(name);
+  const arg = fn && compileFastPath(args[0]);
+  if (!fn || !arg) return undefined;
+  return (input, bindings) => {
+    if (bindings && Object.hasOwn(bindings, name)) return ASK_JSONATA;
+    const v = arg(input, bindings);
+    return v === ASK_JSONATA ? v : fn(v);
   };
 }
 

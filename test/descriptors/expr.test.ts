@@ -1,5 +1,5 @@
-// The synchronous fast path of descriptor expressions (literals, dotted paths, object constructors,
-// conditions and $exists: engine/util/expr.ts)
+// The synchronous fast path of descriptor expressions (literals, paths of names over objects and
+// arrays, bound variables, object constructors, conditions, $exists and $count: engine/util/expr.ts)
 // must give JSONata's answer whenever it answers at all, and hand everything else to JSONata.
 // Checked differentially: every JSONata expression found in the shipped descriptors (the catalogue
 // included), over every upstream fixture and validated request example of the same descriptor
@@ -30,15 +30,15 @@ async function viaJsonata(src: string, input: unknown, bindings?: Record<string,
 }
 
 /** The fast path's answer (it never throws: a throw fails the test), or fallback when JSONata must answer. */
-function viaFast(src: string, input: unknown): Outcome {
+function viaFast(src: string, input: unknown, bindings?: Record<string, unknown>): Outcome {
   const fast = compileFastPath(jsonata(src).ast());
-  const value = fast ? fast(input) : ASK_JSONATA;
+  const value = fast ? fast(input, bindings) : ASK_JSONATA;
   return value === ASK_JSONATA ? { fallback: true } : { value: show(value) };
 }
 
 /** Same answer as JSONata, or handed to JSONata; returns whether the fast path answered. */
 async function agree(src: string, input: unknown, bindings?: Record<string, unknown>): Promise<boolean> {
-  const fast = viaFast(src, input);
+  const fast = viaFast(src, input, bindings);
   if ('fallback' in fast) return false;
   const reference = await viaJsonata(src, input, bindings);
   expect(fast, `${src} over ${show(input).slice(0, 200)} ${bindings ? `with ${show(bindings).slice(0, 200)}` : ''}`).to.deep.equal(reference);
@@ -118,6 +118,8 @@ describe('descriptor expressions: the fast path (literals, dotted paths) agrees 
   });
   after(() => gw?.close());
 
+  // What a result mapping may give (`$result.images`): several, one, none, nested, not an array.
+  const RESULTS: unknown[] = [{ images: ['a', 'b'] }, { images: 'a' }, { images: ['a'] }, { images: [] }, {}, { images: [['a', 'b'], 'c'] }, { images: null }, { images: [{ url: 'a' }] }, [{ images: 'a' }, { images: ['b', 'c'] }]];
   const count = <T>(m: Map<string, T[]>) => [...m.values()].reduce((n, l) => n + l.length, 0);
 
   it('finds the descriptors\' expressions, fixtures and request examples', () => {
@@ -136,7 +138,7 @@ describe('descriptor expressions: the fast path (literals, dotted paths) agrees 
         for (const input of inputs) {
           total++;
           const req = reqs.length ? reqs[total % reqs.length] : {};
-          const bindings = { request: req, result: { images: ['a', 'b'] }, upstream: input, item: { prompt: 'x <<<element_1>>>', duration: 3 } };
+          const bindings = { request: req, result: RESULTS[total % RESULTS.length], upstream: input, item: { prompt: 'x <<<element_1>>>', duration: 3 } };
           if (await agree(src, input, bindings)) fast++;
           if (await agree(src, { stage: 'submit', http_status: 400, body: input, message: 'm' })) fast++;
         }
@@ -227,6 +229,59 @@ describe('descriptor expressions: the fast path (literals, dotted paths) agrees 
     ['a ? b : c', { a: {}, b: 1, c: 2 }],
     ['a ? b : c', { a: [0], b: 1, c: 2 }],
     ['a ? b : c', { a: false, b: 1 }],
+    ['a.b', { a: [{ b: 1 }] }],
+    ['a.b', { a: [{ b: [1] }] }],
+    ['a.b', { a: [{ b: [1] }, { b: 2 }] }],
+    ['a.b', { a: [{ b: [[1], 2] }, { c: 2 }] }],
+    ['a.b', { a: [{ c: 1 }] }],
+    ['a.b', { a: [] }],
+    ['a.b', { a: [[{ b: 1 }, { b: 2 }], { b: [3] }] }],
+    ['a.b', { a: [[{ b: [1] }]] }],
+    ['a.b', { a: [null, 'x', 1, { b: 0 }] }],
+    ['a.b.c', { a: [{ b: [{ c: 1 }, { c: [2, 3] }] }, { b: { c: [[4]] } }] }],
+    ['a.b.c', { a: [{ b: [{ c: [] }] }] }],
+    ['a.b.c', { a: { b: [{ c: [[1, 2]] }] } }],
+    ['a', [{ a: 1 }, { a: 2 }]],
+    ['a', [{ a: [1] }]],
+    ['a', [1, 2]],
+    ['a.b', 'text'],
+    ['output.results.url', { output: { results: [{ url: 'u1' }, { url: 'u2' }] } }],
+    ['output.results.url', { output: { results: [{ url: 'u1' }] } }],
+    ['output.results.url', { output: { results: [] } }],
+    ['output.results.url', { output: { results: [{ code: 'x' }, { url: 'u2' }] } }],
+    ['$x', {}, { x: [1] }],
+    ['$x', {}, { x: [] }],
+    ['$x', {}, { x: undefined }],
+    ['$x.y', {}, { x: [{ y: [1] }] }],
+    ['$x.y', {}, { x: [{ y: [] }, { y: [2] }] }],
+    ['$x.y', {}, { x: undefined }],
+    ['$x.y', {}, { y: 1 }],
+    ['$x.y', [1], { x: { y: 1 } }],
+    ['$count', {}, { count: 1 }],
+    ['$count($x)', {}, { x: 2 }],
+    ['$count($x)', {}, { x: undefined }],
+    ['$count($result.images)', {}, { result: { images: ['a', 'b'] } }],
+    ['$count($result.images)', {}, { result: { images: 'a' } }],
+    ['$count($result.images)', {}, { result: { images: [] } }],
+    ['$count($result.images)', {}, { result: {} }],
+    ['$count($result.images)', {}, { result: { images: [['a', 'b']] } }],
+    ['$count($result.images)', {}, { result: [{ images: ['a'] }, { images: ['b', 'c'] }] }],
+    ['$count($result.images)', {}, { result: { images: null } }],
+    ['$count($result.images)', {}, {}],
+    ['$count(a.b)', { a: [{ b: [1, 2] }] }],
+    ['$count(a.b)', { a: [{ b: [1, 2] }, { b: 3 }] }],
+    ['$count(a)', { a: null }],
+    ['$count(a)', { a: [[]] }],
+    ['$count(a, b)', { a: [1] }],
+    ['$count()', {}],
+    ['$count(a)', {}, { count: undefined }],
+    ['$exists(a.b)', { a: [{ c: 1 }] }],
+    ['$exists(a.b)', { a: [{ b: [] }] }],
+    ['$exists($x)', {}, { x: null }],
+    ['{ "k": a.b }', { a: [{ b: 1 }, { b: 2 }] }],
+    ['{ "k": $count(a) }', { a: [1, 2] }],
+    ['a.b ? 1 : 2', { a: [{ b: 1 }] }],
+    ['a.b ? 1 : 2', { a: [{ b: 1 }, { b: 0 }] }],
     ['$exists(a.b)', { a: { b: false } }],
     ['$exists(a.b)', { a: 1 }],
     ['$exists(a.b)', { a: [{ b: 1 }] }],
@@ -277,6 +332,8 @@ describe('descriptor expressions: the fast path (literals, dotted paths) agrees 
       [d.upstream.submit.task_id, { output: { task_id: 'x' } }],
       [d.upstream.poll.status, { output: { task_status: 'RUNNING' } }],
       [d.pricing.quantity, { n: 4 }],
+      [d.result.images, { output: { task_status: 'SUCCEEDED', results: [{ url: 'https://x/1.png' }, { url: 'https://x/2.png' }] } }],
+      [d.result.images, { output: { task_status: 'SUCCEEDED', results: [{ url: 'https://x/1.png' }] } }],
       [d.upstream.submit.body, { prompt: 'p', size: '1280*1280', n: 1, prompt_extend: false, safety_filter: true }],
       ['data.task_id', { data: { task_id: 'x' } }],
       ['4', {}],
@@ -285,7 +342,8 @@ describe('descriptor expressions: the fast path (literals, dotted paths) agrees 
     ] as [string, unknown][]) {
       expect(viaFast(src, input), src).to.have.property('value');
     }
-    expect(compileFastPath(jsonata('$count(a)').ast()), 'a function call is JSONata\'s').to.equal(undefined);
+    for (const images of [['a', 'b'], 'a', []]) expect(viaFast(d.pricing.settle_quantity, {}, { request: {}, result: { images } }), d.pricing.settle_quantity).to.have.property('value');
+    expect(compileFastPath(jsonata('$sum(a)').ast()), 'a function call other than $count, $exists is JSONata\'s').to.equal(undefined);
     expect(compileFastPath(jsonata('a[0]').ast()), 'a filter is JSONata\'s').to.equal(undefined);
   });
 
