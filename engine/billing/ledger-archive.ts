@@ -59,6 +59,10 @@ export class LedgerArchive {
   /** Per tenant: the first seqs of its segments, ascending, as listed when `through` was archived. */
   private readonly index = new Map<string, { through: number; firsts: number[]; keys: string[] }>();
   private readonly segments = new Map<string, LedgerEntry[]>();
+  /** Per tenant, this process's last move queued: moves of one tenant run one after another. */
+  private readonly moving = new Map<string, Promise<unknown>>();
+  /** Tenants whose wallet store asked for a move (onLinesPastBound) not yet made. */
+  private readonly woken = new Set<string>();
 
   constructor(deps: LedgerArchiveDeps) {
     this.d = deps;
@@ -80,29 +84,67 @@ export class LedgerArchive {
     return moved;
   }
 
-  /** Worker role: the archive chain, one job per slot shared by every worker (like the results sweep). */
+  /**
+   * Worker role: the archive chain, one job per slot shared by every worker (like the results
+   * sweep); and, with a store that holds its lines in this process, a segment's move as soon as a
+   * wallet holds a segment's worth past its bound.
+   */
   startWorkers(): Promise<void> {
+    this.followStore();
     return recurring(this.d.scheduler!, LEDGER_ARCHIVE_JOB, this.d.intervalMs ?? 60_000, () => this.d.clock.now(), () => this.archiveAll());
   }
 
   /** Moves every line of the tenant that is due; answers how many moved. */
-  async archiveTenant(tenantId: string): Promise<number> {
-    let moved = 0;
-    for (;;) {
-      const now = this.d.clock.now();
-      const before = this.d.retentionMs > 0 ? new Date(now - this.d.retentionMs).toISOString() : ''; // '': no line is old enough
-      const batch = await this.d.store.claimArchive(tenantId, { owner: this.owner, now, leaseMs: this.d.leaseMs ?? 60_000, before, max: this.d.segmentLines ?? SEGMENT_LINES });
-      if (batch.status !== 'ok') return moved;
-      const first = batch.entries[0]!;
-      const held = await this.write(segmentKey(tenantId, first), batch.entries);
-      const last = held.at(-1)!;
-      if (!(await this.d.store.trimArchived(tenantId, { owner: this.owner, first, last }))) {
-        this.d.logger.warn({ tenantId, first: first.seq, last: last.seq }, 'ledger lines archived but not trimmed: another archiver moved first');
-        return moved;
-      }
-      moved += held.length;
-      ledgerLinesArchived.inc(held.length);
+  archiveTenant(tenantId: string): Promise<number> {
+    return this.inTurn(tenantId, async () => {
+      let moved = 0;
+      for (let n; (n = await this.moveSegment(tenantId)) > 0;) moved += n;
+      return moved;
+    });
+  }
+
+  /** Moves a segment of a wallet's lines as soon as its store says they are past its bound (a memory store's). */
+  followStore(): void {
+    this.d.store.onLinesPastBound?.(this.d.segmentLines ?? SEGMENT_LINES, (tenantId) => this.wake(tenantId));
+  }
+
+  /** One segment of the tenant's due lines, queued behind any move of it in flight (a store's call: not awaited). */
+  private wake(tenantId: string): void {
+    if (this.woken.has(tenantId)) return;
+    this.woken.add(tenantId);
+    void this.inTurn(tenantId, () => {
+      this.woken.delete(tenantId);
+      return this.moveSegment(tenantId);
+    }).catch((err: unknown) => {
+      ledgerArchiveFailures.inc();
+      throttled(this.d.logger).error({ err, tenant_id: tenantId }, 'ledger lines could not be archived (they stay in the store; retried next run)');
+    });
+  }
+
+  /** Runs `move` after the tenant's moves queued before it (two moves of one owner would claim the same lines). */
+  private inTurn<T>(tenantId: string, move: () => Promise<T>): Promise<T> {
+    const run = (this.moving.get(tenantId) ?? Promise.resolve()).then(move, move);
+    const settled = run.catch(() => undefined);
+    this.moving.set(tenantId, settled);
+    void settled.then(() => this.moving.get(tenantId) === settled && this.moving.delete(tenantId));
+    return run;
+  }
+
+  /** Claims, writes and trims one segment of the tenant's due lines; answers how many moved (0: none due, or taken by another). */
+  private async moveSegment(tenantId: string): Promise<number> {
+    const now = this.d.clock.now();
+    const before = this.d.retentionMs > 0 ? new Date(now - this.d.retentionMs).toISOString() : ''; // '': no line is old enough
+    const batch = await this.d.store.claimArchive(tenantId, { owner: this.owner, now, leaseMs: this.d.leaseMs ?? 60_000, before, max: this.d.segmentLines ?? SEGMENT_LINES });
+    if (batch.status !== 'ok') return 0;
+    const first = batch.entries[0]!;
+    const held = await this.write(segmentKey(tenantId, first), batch.entries);
+    const last = held.at(-1)!;
+    if (!(await this.d.store.trimArchived(tenantId, { owner: this.owner, first, last }))) {
+      this.d.logger.warn({ tenantId, first: first.seq, last: last.seq }, 'ledger lines archived but not trimmed: another archiver moved first');
+      return 0;
     }
+    ledgerLinesArchived.inc(held.length);
+    return held.length;
   }
 
   /**

@@ -214,6 +214,13 @@ export interface WalletStore {
    * never change: line n is line n before and after.
    */
   trimArchived(tenantId: string, trim: TrimRequest): Promise<boolean>;
+  /**
+   * A store that keeps its lines in the process's heap (memory) calls `due(tenantId)` when a
+   * wallet holds `lines` lines past its count bound, once until lines are trimmed, so that the
+   * archive moves them then rather than at its next run (a chat burst appends tens of thousands of
+   * lines a second). Optional: Redis holds its lines out of the process.
+   */
+  onLinesPastBound?(lines: number, due: (tenantId: string) => void): void;
 }
 
 /** What reads ledger pages: a WalletStore, or the archive reading across it (billing/ledger-archive.ts). */

@@ -52,6 +52,20 @@ async function trade(store: WalletStore, clock: ManualClock, n: number): Promise
   }
 }
 
+/** The tenant's first line (a top-up). */
+async function store0(store: WalletStore, clock: ManualClock): Promise<void> {
+  await store.credit(T, 'topup', 'pay-1', 10_000_000, 'first', new Date(clock.now()).toISOString());
+}
+
+/** Resolves once `done()` holds (checked every 10 ms, 5 s at most). */
+async function waitFor(done: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (await done()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error('waited 5 s');
+}
+
 /** The backend whose segment writes wait at the door until let through: a mover stalled mid-write. */
 function stalled(backend: ResultBackend): { backend: ResultBackend; atWrite: Promise<void>; go: () => void } {
   let reached!: () => void;
@@ -273,6 +287,37 @@ for (const kind of ['local', 's3'] as const) {
         expect(checkLedger(await s.snapshot(T)).violations).to.deep.equal([]);
         const page = await archive.list(T, 100);
         expect(page.entries.map((e) => e.id)).to.deep.equal(all.map((e) => e.id).reverse());
+      });
+
+      it('memory: a segment\'s worth of lines past memory_ledger_entries moves at once, not at the next run (a chat burst held 150 MB of lines for the minute between runs)', async () => {
+        const clock = new ManualClock(Date.parse('2026-03-01T08:00:00.000Z'));
+        const s = new MemoryWalletStore({ ledgerEntries: 5 });
+        const archive = new LedgerArchive({ store: s, backend, clock, logger, retentionMs: 0, segmentLines: 4 });
+        archive.followStore();
+        await store0(s, clock);
+        const charge = async (n: number) => {
+          for (let i = 0; i < n; i++) await s.charge(T, `c${clock.now()}-${i}-${Math.random()}`, 1, 'chat', new Date(clock.now()).toISOString());
+        };
+        const seqs = async () => (await archived(backend)).map((e) => e.seq);
+        const upTo = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+        // A top-up and three charges (two lines each): 7 lines, 2 past the bound, not a segment.
+        await charge(3);
+        await new Promise((r) => setTimeout(r, 50));
+        expect(await seqs()).to.deep.equal([]);
+        // 9 lines: a segment (4) past the bound moves, with no run of the archive.
+        await charge(1);
+        await waitFor(async () => (await seqs()).length === 4);
+        expect(await seqs()).to.deep.equal(upTo(1, 4));
+        expect((await s.snapshot(T)).entries.map((e) => e.seq)).to.deep.equal(upTo(5, 9));
+        expect(checkLedger(await s.snapshot(T)).violations).to.deep.equal([]);
+        // Again (said once until lines are trimmed); a run meanwhile moves the rest past the bound after it, each line once.
+        await charge(3);
+        expect(await archive.archiveTenant(T)).to.be.at.most(2);
+        await waitFor(async () => (await seqs()).length === 10);
+        expect(await seqs()).to.deep.equal(upTo(1, 10));
+        expect((await s.snapshot(T)).entries.map((e) => e.seq)).to.deep.equal(upTo(11, 15));
+        const page = await archive.list(T, 100);
+        expect(page.entries.map((e) => e.seq)).to.deep.equal(upTo(1, 15).reverse());
       });
     }
   });

@@ -69,6 +69,8 @@ interface WalletState {
   closedHead: number;
   /** `${kind}:${ref}` -> the credit entry, for idempotent top-ups and adjustments. */
   credits: Map<string, LedgerEntry>;
+  /** Whether `pastBound` was called for the lines kept now (reset when lines are trimmed). */
+  pastBoundSaid: boolean;
 }
 
 export class MemoryWalletStore implements WalletStore {
@@ -76,6 +78,8 @@ export class MemoryWalletStore implements WalletStore {
   private readonly ledgerEntries: number;
   private readonly closedHoldTtlMs: number;
   private readonly clock: Clock;
+  /** onLinesPastBound's: the lines past `ledgerEntries` at which it is called, and whom it calls. */
+  private pastBound?: { lines: number; due: (tenantId: string) => void };
 
   constructor(opts: MemoryWalletStoreOptions = {}) {
     this.ledgerEntries = opts.ledgerEntries ?? DEFAULT_LEDGER_ENTRIES;
@@ -202,7 +206,12 @@ export class MemoryWalletStore implements WalletStore {
     const n = t.last.seq - t.first.seq + 1;
     if (s.entries.length - s.head < n || s.entries[s.head]!.id !== t.first.id || s.entries[s.head + n - 1]!.id !== t.last.id) return false;
     for (let i = 0; i < n; i++) foldOldest(s);
+    s.pastBoundSaid = false;
     return true;
+  }
+
+  onLinesPastBound(lines: number, due: (tenantId: string) => void): void {
+    this.pastBound = { lines, due };
   }
 
   /** Tenants with a wallet (for tests and audits). */
@@ -265,6 +274,12 @@ export class MemoryWalletStore implements WalletStore {
     const seq = ++s.wallet.seq;
     const entry: LedgerEntry = { id: prefixedId('led_'), seq, at, kind, amount, ref, note };
     s.entries.push(entry);
+    // Lines past the bound wait in the heap for the archive: a chat burst at thousands a second
+    // held 150 MB of them within the archive's minute (docs/performance.md, peak heap).
+    if (this.pastBound && !s.pastBoundSaid && s.entries.length - s.head >= this.ledgerEntries + this.pastBound.lines) {
+      s.pastBoundSaid = true;
+      this.pastBound.due(s.wallet.tenantId);
+    }
     return entry;
   }
 
@@ -282,6 +297,7 @@ export class MemoryWalletStore implements WalletStore {
         closedUntil: [],
         closedHead: 0,
         credits: new Map(),
+        pastBoundSaid: false,
       };
       this.wallets.set(tenantId, s);
     }
