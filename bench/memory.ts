@@ -38,14 +38,16 @@ export function procStatus(pid: number): { rss: number; threads: number } {
 }
 
 /** Heap used and tasks active, from the gateway's /metrics (default metrics of prom-client). */
-export async function scrape(metricsUrl: string | undefined): Promise<{ heap: number; heapTotal: number; external: number; active: number; polls: string } | undefined> {
+export async function scrape(metricsUrl: string | undefined): Promise<{ heap: number; heapTotal: number; external: number; active: number; polls: string; spaces: string } | undefined> {
   if (!metricsUrl) return undefined;
   const text = await (await fetch(metricsUrl)).text();
   const sum = (name: string) => [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
   // Polls waiting for their time (the provider's side: a timer each) and due ones the gateway has not run yet (its own backlog).
   const polls = (state: string) => sum(`gateway_job_queue_depth\\{queue="task.poll",state="${state}"\\}`);
   const running = sum('gateway_task_calls_running');
-  return { heap: sum('nodejs_heap_size_used_bytes'), heapTotal: sum('nodejs_heap_size_total_bytes'), external: sum('nodejs_external_memory_bytes'), active: sum('gateway_tasks_active'), polls: `${polls('delayed')} polls waiting, ${polls('due')} due, ${running} submissions and polls running` };
+  // The young generation (new space) against the old one, used of sized: which one V8 grew.
+  const space = (name: string) => `${name} ${mb(sum(`nodejs_heap_space_size_used_bytes\\{space="${name}"\\}`))}/${mb(sum(`nodejs_heap_space_size_total_bytes\\{space="${name}"\\}`))}`;
+  return { heap: sum('nodejs_heap_size_used_bytes'), heapTotal: sum('nodejs_heap_size_total_bytes'), external: sum('nodejs_external_memory_bytes'), active: sum('gateway_tasks_active'), polls: `${polls('delayed')} polls waiting, ${polls('due')} due, ${running} submissions and polls running`, spaces: ['new', 'old', 'code', 'large_object'].map(space).join(', ') };
 }
 
 /**
@@ -53,10 +55,10 @@ export async function scrape(metricsUrl: string | undefined): Promise<{ heap: nu
  * log) goes to a file: through a pipe to this busy process, the lines it could not write yet
  * would pile up in the gateway's memory and be counted as its own.
  */
-export async function serve(tree: string, config: string, env: Record<string, string> = {}): Promise<{ proc: ChildProcess; url: string; metricsUrl?: string }> {
+export async function serve(tree: string, config: string, env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<{ proc: ChildProcess; url: string; metricsUrl?: string; log: string }> {
   const log = join(mkdtempSync(join(tmpdir(), 'gw-serve-')), 'stdout.log');
   const fd = openSync(log, 'w');
-  const proc = spawn(process.execPath, [join(tree, 'engine/cli/main.ts'), 'serve', '--config', config], {
+  const proc = spawn(process.execPath, [...nodeArgs, join(tree, 'engine/cli/main.ts'), 'serve', '--config', config], {
     cwd: tree, env: { ...process.env, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'info', ...env }, stdio: ['ignore', fd, 'inherit'],
   });
   closeSync(fd);
@@ -68,7 +70,7 @@ export async function serve(tree: string, config: string, env: Record<string, st
     const line = readFileSync(log, 'utf8').split('\n').find((l) => l.includes('"gateway listening"'));
     if (!line) continue;
     const { url, metrics_url } = JSON.parse(line) as { url: string; metrics_url?: string };
-    return { proc, url, metricsUrl: metrics_url };
+    return { proc, url, metricsUrl: metrics_url, log };
   }
 }
 
@@ -175,7 +177,7 @@ async function perTask(): Promise<void> {
  * (bench/chat-upstream.ts for provider_c's chat, bench/stub-upstream.ts for provider_d), an admin
  * token and no rate limits; a tenant with a key and credits. `env`: more for the gateway process.
  */
-export async function benchServe(tree: string, env: Record<string, string> = {}) {
+export async function benchServe(tree: string, env: Record<string, string> = {}, nodeArgs: string[] = []) {
   const { startStub } = await import('./stub-upstream.ts');
   const { startBenchUpstream } = await import('./chat-upstream.ts');
   const { NO_LIMITS } = await import('../test/helpers/gateway.ts');
@@ -196,7 +198,7 @@ upstreams:
   provider_c: { base_url: "${chatUp.url}", credentials: { api_key: sk-bench } }
   provider_d: { base_url: "${stub.url}", credentials: { api_key: bench } }
 ${NO_LIMITS}`);
-  const gw = await serve(tree, join(dir, 'config.yaml'), env);
+  const gw = await serve(tree, join(dir, 'config.yaml'), env, nodeArgs);
   const admin = { authorization: 'Bearer bench-admin', 'content-type': 'application/json' };
   const post = async (path: string, body: unknown) => (await fetch(gw.url + path, { method: 'POST', headers: admin, body: JSON.stringify(body) })).json() as Promise<Record<string, string>>;
   const tenant = await post('/admin/v1/tenants', { name: 'bench' });
@@ -213,15 +215,17 @@ ${NO_LIMITS}`);
 async function peak(): Promise<void> {
   const tasks = Number(process.env.BENCH_TASKS ?? 100_000);
   const seconds = Number(process.env.BENCH_SECONDS ?? 5);
-  // BENCH_GATEWAY_NODE_OPTIONS: node/V8 flags for the gateway alone (e.g. to try GC settings).
-  const nodeOptions = [process.env.BENCH_GATEWAY_NODE_OPTIONS ?? '', process.env.BENCH_SNAPSHOT_AT ? '--heapsnapshot-signal=SIGUSR2' : ''].join(' ').trim();
-  const { gw, headers, close } = await benchServe(TREE, nodeOptions ? { NODE_OPTIONS: nodeOptions } : {});
+  // BENCH_GATEWAY_NODE_OPTIONS: node/V8 flags for the gateway alone (e.g. to try GC settings, or
+  // --trace-gc, which NODE_OPTIONS refuses), on its command line.
+  const nodeArgs = [...(process.env.BENCH_GATEWAY_NODE_OPTIONS ?? '').split(' '), process.env.BENCH_SNAPSHOT_AT || process.env.BENCH_SNAPSHOT_CHAT ? '--heapsnapshot-signal=SIGUSR2' : ''].filter(Boolean);
+  const { gw, headers, close } = await benchServe(TREE, {}, nodeArgs);
   const samples: number[] = [];
   const sampler = setInterval(() => samples.push(procStatus(gw.proc.pid!).rss), 100);
   const phase = async (label: string) => {
     const m = await scrape(gw.metricsUrl);
-    console.log(`${label}: RSS now ${mb(procStatus(gw.proc.pid!).rss)} MB, peak so far ${mb(Math.max(...samples, 0))} MB${m ? `; heap used ${mb(m.heap)} of ${mb(m.heapTotal)} MB, external ${mb(m.external)} MB, ${m.active} tasks active (${m.polls})` : ''}`);
+    console.log(`${label}: RSS now ${mb(procStatus(gw.proc.pid!).rss)} MB, peak so far ${mb(Math.max(...samples, 0))} MB${m ? `; heap used ${mb(m.heap)} of ${mb(m.heapTotal)} MB (${m.spaces}), external ${mb(m.external)} MB, ${m.active} tasks active (${m.polls})` : ''}`);
   };
+  console.log(`gateway's stdout (access log, and --trace-gc lines if asked): ${gw.log}`);
   await phase('idle');
   const pool = new Pool(gw.url, { connections: 64, pipelining: 1 });
   for (const stream of [false, true]) {
@@ -230,6 +234,12 @@ async function peak(): Promise<void> {
       const st = await load(pool, CHAT, headers, chatRequest(stream), connections, () => performance.now() > end);
       await phase(`chat ${stream ? 'stream' : 'sync'} ${connections} connections ${JSON.stringify(st)}`);
     }
+  }
+  // BENCH_SNAPSHOT_CHAT=1: a heap snapshot of the gateway (in the tree's folder) once the chat load is over.
+  if (process.env.BENCH_SNAPSHOT_CHAT) {
+    gw.proc.kill('SIGUSR2');
+    await new Promise((r) => setTimeout(r, 30_000));
+    await phase('after the chat snapshot');
   }
   let sent = 0;
   const t0 = performance.now();
