@@ -50,7 +50,9 @@ export class FrontDoor {
    * closed (so the server counts them done) while the chat charge and the access line still
    * follow: shutdown waits for these before it closes the store.
    */
-  private readonly serving = new Set<Promise<void>>();
+  private serving = 0;
+  /** Resolves idle() once `serving` is back to 0. */
+  private onIdle: (() => void) | undefined;
 
   constructor(deps: FrontDoorDeps) {
     this.logger = deps.logger;
@@ -91,29 +93,51 @@ export class FrontDoor {
     const kind = 'entry' in match ? match.entry.route.kind : undefined;
     const shown = kind === 'callback' ? path.replace(/[^/]*$/, '***') : kind === 'result' ? path.replace(/^(\/[^/]*\/[^/]*\/)[^/]*/, '$1***') : path;
     const visit: Visit = { trace, t0, path: shown, clientAddress: () => clientAddress(req, this.trustProxy), readBody: bodyReader(req, 'entry' in match ? match.entry.body : undefined) };
-    const served = trace.span ? runInSpan(trace.span, () => this.serve(req, res, visit, match)) : this.serve(req, res, visit, match);
-    this.serving.add(served);
-    void served.finally(() => this.serving.delete(served));
+    // Counted, not kept as a set of promises: a .finally() per request cost two promises.
+    this.serving++;
+    if (trace.span) void runInSpan(trace.span, () => this.serve(req, res, visit, match));
+    else void this.serve(req, res, visit, match);
   };
 
   /** Resolves once no data-plane handler runs (shutdown: after the server stopped taking requests). */
-  async idle(): Promise<void> {
-    while (this.serving.size) await Promise.allSettled([...this.serving]);
+  idle(): Promise<void> {
+    if (this.serving === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const before = this.onIdle;
+      this.onIdle = () => {
+        before?.();
+        resolve();
+      };
+    });
   }
 
-  /** A data-plane request or a 404/405 of either table, answered (a problem when its handler throws) and logged. */
+  /**
+   * A data-plane request or a 404/405 of either table, answered (a problem when its handler
+   * throws) and logged. Never rejects: anything thrown after the answer (the access line, the
+   * span) is logged here, and the request leaves the `serving` count whatever happened.
+   */
   private async serve(req: IncomingMessage, res: ServerResponse, visit: Visit, match: Match): Promise<void> {
     try {
-      if ('error' in match) {
-        req.resume();
-        throw match.error;
+      try {
+        if ('error' in match) {
+          req.resume();
+          throw match.error;
+        }
+        await this.dataPlane.serve(req, res, visit, match.entry, match.params);
+      } catch (err) {
+        this.refuse(res, visit, err);
       }
-      await this.dataPlane.serve(req, res, visit, match.entry, match.params);
+      this.log(req, res, visit);
+      if (visit.trace.span) endServerTrace(visit.trace.span, req.method ?? 'GET', res.statusCode, routeTemplate(match, visit.path), 'entry' in match ? match.entry.route.key : undefined, problemCodeOf(res));
     } catch (err) {
-      this.refuse(res, visit, err);
+      this.logger.error({ err, trace_id: visit.trace.traceId }, 'request handling failed after its answer');
+    } finally {
+      if (--this.serving === 0 && this.onIdle) {
+        const idle = this.onIdle;
+        this.onIdle = undefined;
+        idle();
+      }
     }
-    this.log(req, res, visit);
-    if (visit.trace.span) endServerTrace(visit.trace.span, req.method ?? 'GET', res.statusCode, routeTemplate(match, visit.path), 'entry' in match ? match.entry.route.key : undefined, problemCodeOf(res));
   }
 
   private refuse(res: ServerResponse, visit: Visit, err: unknown): void {

@@ -73,31 +73,30 @@ class ProxiedRequest implements StreamSink {
     this.call = new ProxyCall(gw.service, route, visit.trace);
   }
 
+  // One async function for the whole request (each async layer is a promise and a microtask
+  // turn more per request).
   async run(): Promise<void> {
+    const call = this.call;
     try {
-      if (this.call.route.list) await this.list();
-      else await this.proxy();
+      if (call.route.list) await this.list();
+      else {
+        this.res.once('close', this.onClientClose);
+        const { out, streaming } = await call.prepare(this.req.headers.authorization, this.visit, this.visit.readBody);
+        if (this.clientGone) this.outcome = 'client_closed';
+        else {
+          const end = await call.send(out, streaming, this, () => this.clientGone || this.streamed);
+          // Only an upstream error's answer waits (for its mapping); the others are answered in this turn.
+          if (end.kind === 'answer' && (end.status < 200 || end.status >= 300)) await this.answerUpstreamError(end.status, end.headers, end.body);
+          else call.usage = this.answer(end);
+        }
+      }
     } catch (err) {
       this.fail(err);
     }
     // Whatever happened after the hold (answered, refused, failed upstream): settle or release it.
-    await this.call.charge();
+    const charged = call.charge();
+    if (charged) await charged;
     this.log();
-  }
-
-  private async proxy(): Promise<void> {
-    const call = this.call;
-    this.res.once('close', this.onClientClose);
-    await call.admit(this.req.headers.authorization, this.visit);
-    const { out, streaming } = await call.prepare(this.visit.readBody);
-    if (this.clientGone) {
-      this.outcome = 'client_closed';
-      return;
-    }
-    const end = await call.send(out, streaming, this, () => this.clientGone || this.streamed);
-    // Only an upstream error's answer waits (for its mapping); the others are answered in this turn.
-    if (end.kind === 'answer' && (end.status < 200 || end.status >= 300)) await this.answerUpstreamError(end.status, end.headers, end.body);
-    else call.usage = this.answer(end);
   }
 
   private async list(): Promise<void> {

@@ -46,15 +46,20 @@ type ReadRequest = IncomingMessage & { [READ]?: Promise<Buffer> };
  * reader (a router mounted under one that read the body already) gets the same bytes, held to
  * its own limit, instead of waiting forever for an 'end' that has already been emitted.
  */
-export async function readJsonBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  refuseUnlessJson(req, limit);
+export function readJsonBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  try {
+    refuseUnlessJson(req, limit);
+  } catch (err) {
+    return Promise.reject(err);
+  }
   const read = ((req as ReadRequest)[READ] ??= readStream(req, limit));
-  const raw = await read;
-  if (raw.length > limit) throw tooLarge(limit);
-  return raw;
+  // A second reader of a body already read is held to its own limit.
+  return read.then((raw) => (raw.length > limit ? Promise.reject(tooLarge(limit)) : raw));
 }
 
-async function readStream(req: IncomingMessage, limit: number): Promise<Buffer> {
+// Neither this nor readJsonBody is async: every JSON request reads its body, and each async
+// layer is a promise and a microtask turn more.
+function readStream(req: IncomingMessage, limit: number): Promise<Buffer> {
   // A small body usually arrives with the headers and is buffered before this runs: take it from
   // the stream's buffer at once instead of through flowing-mode events (resume() then lets the
   // stream end on its own).
@@ -63,7 +68,7 @@ async function readStream(req: IncomingMessage, limit: number): Promise<Buffer> 
   if (buffered && !req.readableFlowing && req.readableLength <= limit) {
     const all = req.read() as Buffer | null;
     req.resume();
-    return all ?? Buffer.alloc(0);
+    return Promise.resolve(all ?? Buffer.alloc(0));
   }
   return new Promise((resolve, reject) => {
     let first: Buffer | undefined;

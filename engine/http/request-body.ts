@@ -29,15 +29,12 @@ export function bodyReader(req: IncomingMessage, policy: BodyPolicy | undefined)
   return () => (read ??= readBody(req, policy));
 }
 
-async function readBody(req: IncomingMessage, policy: BodyPolicy | undefined): Promise<RequestBody> {
+// Not async: a chat reads its body on every request, and each async layer is a promise more.
+function readBody(req: IncomingMessage, policy: BodyPolicy | undefined): Promise<RequestBody> {
   if (!policy || !hasBody(req)) {
     req.resume();
-    return { json: undefined };
+    return Promise.resolve({ json: undefined });
   }
-  if (policy.kind === 'media') {
-    const parsed = await readMediaBody(req, policy.limit, policy.rules);
-    return { json: parsed?.body, tokens: parsed?.tokens };
-  }
-  const raw = await readJsonBody(req, policy.limit);
-  return { raw, json: parseJsonObject(raw) };
+  if (policy.kind === 'media') return readMediaBody(req, policy.limit, policy.rules).then((parsed) => ({ json: parsed?.body, tokens: parsed?.tokens }));
+  return readJsonBody(req, policy.limit).then((raw) => ({ raw, json: parseJsonObject(raw) }));
 }

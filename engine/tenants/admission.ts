@@ -49,12 +49,13 @@ export class Admission {
     return auth;
   }
 
-  /** The API key (401) and its scope for `vendor`:`action` (403). */
-  async caller(authorization: string | undefined, vendor: string, action: 'create' | 'read', seen: Seen): Promise<AuthContext> {
-    const auth = await this.d.tenants.authenticate(authorization, seen.clientAddress?.());
-    seen.tenantId = auth.tenantId;
-    requireScope(auth, vendor, action);
-    return auth;
+  /** The API key (401) and its scope for `vendor`:`action` (403). Not async: one promise fewer per request. */
+  caller(authorization: string | undefined, vendor: string, action: 'create' | 'read', seen: Seen): Promise<AuthContext> {
+    return this.d.tenants.authenticate(authorization, seen.clientAddress?.()).then((auth) => {
+      seen.tenantId = auth.tenantId;
+      requireScope(auth, vendor, action);
+      return auth;
+    });
   }
 
   /**

@@ -48,30 +48,31 @@ export class CredentialGuard {
    * `client`: refused 429 at once while the address is over the limit; a 1001 is counted, and
    * answered 429 instead when it reaches the limit. Anything else passes through.
    */
-  async attempt<T>(client: string, kind: CredentialKind, check: () => Promise<T>): Promise<T> {
+  attempt<T>(client: string, kind: CredentialKind, check: () => Promise<T>): Promise<T> {
     const now = this.o.clock.now();
     const until = this.over.get(client);
     if (until !== undefined) {
-      if (until > now) throw this.throttled(kind, until - now);
+      if (until > now) return Promise.reject(this.throttled(kind, until - now));
       this.over.delete(client);
     }
-    try {
-      return await check();
-    } catch (err) {
-      if (!(err instanceof GatewayError && err.errorName === 'authenticationFailed') || this.o.limit === 0) {
-        if (err instanceof GatewayError && err.errorName === 'authenticationFailed') authFailures.inc({ credential: kind, answer: '401' });
-        throw err;
-      }
-      const n = Math.floor(now / this.o.windowMs);
-      const count = await this.counters.add(client, n);
-      if (count < this.o.limit) {
-        authFailures.inc({ credential: kind, answer: '401' });
-        throw err;
-      }
-      const ends = (n + 1) * this.o.windowMs;
-      this.remember(client, ends, now);
-      throw this.throttled(kind, ends - now);
+    // Not async: a passing check (every request with a key) costs one promise, not three.
+    return check().catch((err: unknown) => this.failed(client, kind, now, err));
+  }
+
+  private async failed(client: string, kind: CredentialKind, now: number, err: unknown): Promise<never> {
+    if (!(err instanceof GatewayError && err.errorName === 'authenticationFailed') || this.o.limit === 0) {
+      if (err instanceof GatewayError && err.errorName === 'authenticationFailed') authFailures.inc({ credential: kind, answer: '401' });
+      throw err;
     }
+    const n = Math.floor(now / this.o.windowMs);
+    const count = await this.counters.add(client, n);
+    if (count < this.o.limit) {
+      authFailures.inc({ credential: kind, answer: '401' });
+      throw err;
+    }
+    const ends = (n + 1) * this.o.windowMs;
+    this.remember(client, ends, now);
+    throw this.throttled(kind, ends - now);
   }
 
   private throttled(kind: CredentialKind, waitMs: number): GatewayError {

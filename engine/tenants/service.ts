@@ -117,8 +117,8 @@ export class TenantService {
     return header === undefined ? check() : this.guarded(client, 'api_key', check);
   }
 
-  // Not async: an async function that returns authenticateSecret's promise would settle a
-  // microtask turn or two after it, on every request.
+  // Not async (nor authenticateSecret, credential): an async function that returns another
+  // promise settles a microtask turn or two after it, on every request.
   private authenticateKey(header: string | undefined): Promise<AuthContext> {
     const m = header ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
     if (!header) return Promise.reject(new GatewayError('authenticationFailed', 'Missing API key: send Authorization: Bearer <API_KEY>.', { headers: { 'WWW-Authenticate': 'Bearer' } }));
@@ -127,9 +127,10 @@ export class TenantService {
   }
 
   /** A key's secret (the console's sign-in) → who is calling; the same refusals as a bearer header. */
-  async authenticateSecret(secret: string): Promise<AuthContext> {
+  authenticateSecret(secret: string): Promise<AuthContext> {
     const hash = hashKey(secret);
-    return this.usable(await (this.cache ? this.cache.get(hash, () => this.credential(this.store.findKeyByHash(hash))) : this.credential(this.store.findKeyByHash(hash))));
+    const found = this.cache ? this.cache.get(hash, () => this.credential(this.store.findKeyByHash(hash))) : this.credential(this.store.findKeyByHash(hash));
+    return found.then((c) => this.usable(c));
   }
 
   /** The context of the key `keyId` if it is still usable (a console session checks its key on every use). */
@@ -138,9 +139,8 @@ export class TenantService {
   }
 
   /** A key with its tenant. */
-  private async credential(key: Promise<ApiKeyRecord | undefined>): Promise<Credential | undefined> {
-    const k = await key;
-    return k && { key: k, tenant: await this.store.getTenant(k.tenant_id) };
+  private credential(key: Promise<ApiKeyRecord | undefined>): Promise<Credential | undefined> {
+    return key.then((k) => k && this.store.getTenant(k.tenant_id).then((tenant) => ({ key: k, tenant })));
   }
 
   getKey(id: string): Promise<ApiKeyRecord | undefined> {

@@ -118,9 +118,14 @@ export class UpstreamPool {
    * The member for the next call, none of `exclude`; undefined when every member was excluded.
    * `healthyOnly` (a failover): no member whose breaker is open, rather than the one back soonest.
    */
-  async pick(exclude: ReadonlySet<string> = new Set(), opts: { healthyOnly?: boolean } = {}): Promise<PoolMember | undefined> {
+  pick(exclude: ReadonlySet<string> = new Set(), opts: { healthyOnly?: boolean } = {}): Promise<PoolMember | undefined> {
     const candidates = this.members.filter((m) => !exclude.has(m.id));
-    if (candidates.length === 0 || (candidates.length === 1 && !opts.healthyOnly)) return candidates[0];
+    // A pool of one (most vendors) has nothing to choose: no breaker read, no async layer.
+    if (candidates.length === 0 || (candidates.length === 1 && !opts.healthyOnly)) return Promise.resolve(candidates[0]);
+    return this.pickAmong(candidates, opts);
+  }
+
+  private async pickAmong(candidates: PoolMember[], opts: { healthyOnly?: boolean }): Promise<PoolMember | undefined> {
     const records = await Promise.all(candidates.map((m) => this.view(m)));
     const now = this.clock.now();
     for (let i = 0; i < candidates.length; i++) {
@@ -210,20 +215,22 @@ export class UpstreamPool {
    * A call's outcome at `m`: a failure reason counts against its breaker, a usable answer closes
    * it, anything else (the provider may have acted on the call) is only counted.
    */
-  async record(m: PoolMember, stage: string, outcome: FailureReason | 'usable' | 'neutral'): Promise<void> {
-    if (outcome === 'usable') await this.succeeded(m, stage);
-    else if (outcome === 'neutral') this.count(m, stage);
-    else await this.failed(m, stage, outcome);
+  // Neither this nor succeeded is async: a usable answer with a clean breaker (nearly every call)
+  // writes nothing and costs no promise of its own.
+  record(m: PoolMember, stage: string, outcome: FailureReason | 'usable' | 'neutral'): Promise<void> | undefined {
+    if (outcome === 'usable') return this.succeeded(m, stage);
+    if (outcome === 'neutral') this.count(m, stage);
+    else return this.failed(m, stage, outcome);
   }
 
   /** A usable answer from `m`: its breaker closes. */
-  private async succeeded(m: PoolMember, stage: string): Promise<void> {
+  private succeeded(m: PoolMember, stage: string): Promise<void> | undefined {
     this.count(m, stage);
     const v = this.views.get(m.id);
     // Nothing to write while this process sees it closed and clean: no Redis write per success.
     if (!v || (v.record.failures === 0 && v.record.open_until === 0)) return;
     this.setView(m, { ...CLOSED });
-    await this.store.success(this.vendor, m.id).catch(() => undefined);
+    return this.store.success(this.vendor, m.id).catch(() => undefined);
   }
 
   /** A failure of `m` that counts against its breaker. */
