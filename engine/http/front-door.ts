@@ -74,7 +74,8 @@ export class FrontDoor {
     const path = q === -1 ? url : url.slice(0, q);
     const method = req.method ?? 'GET';
     httpInFlight.inc();
-    res.once('close', leave);
+    // on, not once: a response closes once, and once() wraps and later removes the listener.
+    res.on('close', leave);
     const match = this.dataPlane.match(method, path) ?? this.controlRoutes.find(method, path);
     if (!('error' in match) && !('entry' in match)) {
       const locals: ExpressLocals = { trace };

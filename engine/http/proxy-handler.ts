@@ -80,7 +80,7 @@ class ProxiedRequest implements StreamSink {
     try {
       if (call.route.list) await this.list();
       else {
-        this.res.once('close', this.onClientClose);
+        this.res.on('close', this.onClientClose); // a response closes once: no once() wrapper
         const { out, streaming } = await call.prepare(this.req.headers.authorization, this.visit, this.visit.readBody);
         if (this.clientGone) this.outcome = 'client_closed';
         else {

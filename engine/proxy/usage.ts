@@ -28,14 +28,24 @@ export function completionIdOf(answer: unknown): string | undefined {
  * (one per relayed stream event, or a quarter of a JSON answer's bytes).
  */
 export function estimatedUsage(request: unknown, outputTokens: number): TokenUsage {
+  return { input: Math.ceil(textChars(request) / 4), output: outputTokens, cachedInput: 0, estimated: true };
+}
+
+/**
+ * A string of at most this many characters cannot hold more than 1024 bytes of Base64
+ * (4 characters per 3 bytes), so it is text without looking inside: every priced chat walks
+ * its request for the hold's estimate.
+ */
+const SHORT_TEXT = Math.floor((1024 * 4) / 3);
+
+/** The characters of the strings in `v`, inline media (over 1024 bytes of Base64) left out. */
+function textChars(v: unknown): number {
+  if (typeof v === 'string') return v.length <= SHORT_TEXT || inlineBytes(v) <= 1024 ? v.length : 0;
+  if (v === null || typeof v !== 'object') return 0;
   let chars = 0;
-  const walk = (v: unknown): void => {
-    if (typeof v === 'string') chars += inlineBytes(v) > 1024 ? 0 : v.length;
-    else if (Array.isArray(v)) v.forEach(walk);
-    else if (v !== null && typeof v === 'object') Object.values(v).forEach(walk);
-  };
-  walk(request);
-  return { input: Math.ceil(chars / 4), output: outputTokens, cachedInput: 0, estimated: true };
+  if (Array.isArray(v)) for (const item of v) chars += textChars(item);
+  else for (const k in v) chars += textChars((v as Record<string, unknown>)[k]);
+  return chars;
 }
 
 export interface UsageCharge {
