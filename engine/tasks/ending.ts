@@ -43,7 +43,7 @@ export class TaskEnding {
     else await this.d.accounting.abandon(task);
     const payload = task.status === 'completed' ? taskResponse(task) : { task_info: taskInfo(task) };
     await this.d.bus.emit(task.tenant_id, type, eventData(task, payload), { id: eventId(task.id, type), traceparent: task.traceparent });
-    await this.d.store.transition(task.id, [task.status], { finalized: true });
+    await this.d.store.update(task.id, [task.status], { finalized: true });
   }
 
   /**

@@ -86,14 +86,14 @@ export class TaskPolling {
       patch.status = 'processing';
       patch.updated_at = isoNow(this.d.clock);
     }
-    if (await this.d.store.transition(id, ACTIVE, patch)) await next();
+    if (await this.d.store.update(id, ACTIVE, patch)) await next();
   }
 
   /** A poll (or result fetch) without a usable answer is retried; only a run of them fails the task. The log names the call and its HTTP status. */
   private async pollFailed(task: TaskRecord, route: AsyncRoutePlan, err: GatewayError, n: number, next: () => Promise<void>, call: Record<string, unknown>): Promise<void> {
     const failures = task.poll_failures + 1;
     if (failures >= this.d.pollErrorLimit) return this.ending.fail(task, err);
-    await this.d.store.transition(task.id, ACTIVE, { poll_failures: failures, checked_at: this.d.clock.now(), poll_n: n });
+    await this.d.store.update(task.id, ACTIVE, { poll_failures: failures, checked_at: this.d.clock.now(), poll_n: n });
     throttled(this.d.logger).warn({ task_id: task.id, vendor: route.vendor, code: err.code, failures, ...call, detail: err.detail }, 'upstream poll failed; will retry');
     return next();
   }
@@ -118,7 +118,7 @@ export class TaskPolling {
     // pushes one is `accepted`, the others `ignored` (they changed nothing), as a replay is.
     if (status === 'ended') return 'accepted';
     if (status === 'processing' && task.status === 'pending') {
-      return (await this.d.store.transition(id, ['pending'], { status: 'processing', updated_at: isoNow(this.d.clock), checked_at: this.d.clock.now() })) ? 'accepted' : 'ignored';
+      return (await this.d.store.update(id, ['pending'], { status: 'processing', updated_at: isoNow(this.d.clock), checked_at: this.d.clock.now() })) ? 'accepted' : 'ignored';
     }
     return 'ignored';
   }
@@ -196,11 +196,11 @@ export class TaskPolling {
     if ('error' in read) return (await this.ending.failTask(task, read.error)) !== undefined;
     const result = read.result;
     // Before `completed`: a client never sees the provider's URLs while the result store is on.
-    const alive = { touch: () => this.d.store.transition(task.id, ACTIVE, { checked_at: this.d.clock.now() }), everyMs: Math.max(1, Math.floor(this.d.sweepGraceMs / 3)) };
+    const alive = { touch: () => this.d.store.update(task.id, ACTIVE, { checked_at: this.d.clock.now() }), everyMs: Math.max(1, Math.floor(this.d.sweepGraceMs / 3)) };
     const copied = await copyResults(this.d.results, task, route, memberOf(route, task), result, alive);
     if ('fail' in copied) return (await this.ending.failTask(task, copied.fail)) !== undefined;
     if ('retry' in copied) {
-      await this.d.store.transition(task.id, ACTIVE, { result_copy_error: copied.retry, checked_at: this.d.clock.now() });
+      await this.d.store.update(task.id, ACTIVE, { result_copy_error: copied.retry, checked_at: this.d.clock.now() });
       return 'retry';
     }
     // The price is fixed before the transition, so a re-run of finalize() settles the same amount.

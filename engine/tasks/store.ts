@@ -21,6 +21,11 @@ export interface TaskStore {
    */
   transition(id: string, from: readonly TaskStatus[], patch: Partial<TaskRecord>): Promise<TaskRecord | undefined>;
   /**
+   * transition() for a caller that only needs to know whether the patch applied: true when it
+   * did. No record comes back, so a Redis adapter neither sends nor decodes it.
+   */
+  update(id: string, from: readonly TaskStatus[], patch: Partial<TaskRecord>): Promise<boolean>;
+  /**
    * Up to `limit` tasks that are not settled yet: active (pending, processing) or terminal with
    * `finalized: false`. A task leaves this set when it is finalized. Oldest first; with `after`
    * (the id of the last task of a previous page, still unsettled) the page after it, else from

@@ -206,7 +206,7 @@ export class TaskSubmission {
     const { member } = sent;
     const refs = await this.taskRefs(task, route, upstreamId, sent.res.body, member);
     if (!refs) return;
-    const updated = await this.d.store.transition(id, ACTIVE, { ...refs, upstream_member: member.id, checked_at: this.d.clock.now() });
+    const updated = await this.d.store.update(id, ACTIVE, { ...refs, upstream_member: member.id, checked_at: this.d.clock.now() });
     if (updated) await this.d.scheduler.schedule(JOBS.poll, `${id}.p1`, { id, n: 1 }, pollDelay(route, task, this.d.clock.now()));
     // The task ended while it was being submitted (e.g. the safety net failed it): the provider
     // has just started work nobody will collect, so it is asked to stop it.
@@ -275,7 +275,7 @@ export class TaskSubmission {
       // From here the provider may take the task: a process that dies before recording its
       // answer leaves this mark for the next attempt to see (outcomeUnknown).
       const now = this.d.clock.now();
-      if (!(await this.d.store.transition(task.id, ['pending'], { submit_sent_at: now, checked_at: now }))) return undefined;
+      if (!(await this.d.store.update(task.id, ['pending'], { submit_sent_at: now, checked_at: now }))) return undefined;
       // A try the provider did not accept goes to the next member within the task's deadline:
       // one hold for the task, taken at create, whatever the number of tries.
       sent = await route.pool.call({ method: s.method, path: submitPathWithCallback(route, callbackUrl), body, rawBody, headers, traceparent: task.traceparent, stage: 'submit' }, {

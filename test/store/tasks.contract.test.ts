@@ -83,6 +83,20 @@ forEachBackend('TaskStore contract', (env) => {
     expect((await a.get('t1'))?.status).to.equal('failed');
   });
 
+  it('update is the same compare-and-set, answering only whether it applied; finalizing by it settles the task', async () => {
+    await a.create(task('t1'));
+    expect(await a.update('t1', ['processing'], { status: 'completed' })).to.equal(false);
+    expect(await a.update('missing', ['pending'], { status: 'processing' })).to.equal(false);
+    expect(await a.update('t1', [], { status: 'processing' })).to.equal(false);
+    expect(await b.update('t1', ['pending'], { status: 'processing', upstream_task_id: 'u1' })).to.equal(true);
+    expect(await a.get('t1')).to.deep.equal({ ...task('t1'), status: 'processing', upstream_task_id: 'u1' });
+    expect(await b.transition('t1', ['processing'], { status: 'completed', finalized: false })).to.include({ status: 'completed', upstream_task_id: 'u1' });
+    expect((await a.listUnsettled(10)).map((t) => t.id)).to.deep.equal(['t1']);
+    expect(await a.update('t1', ['completed'], { finalized: true })).to.equal(true);
+    expect(await b.listUnsettled(10)).to.deep.equal([]);
+    expect(await b.get('t1')).to.include({ status: 'completed', finalized: true });
+  });
+
   it('a field patched to undefined is gone from the stored record', async () => {
     await a.create(task('t1', { upstream_task_id: 'u1' }));
     await a.transition('t1', ['pending'], { upstream_task_id: undefined });

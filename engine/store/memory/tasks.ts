@@ -48,6 +48,14 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   async transition(id: string, from: readonly TaskStatus[], patch: Partial<TaskRecord>): Promise<TaskRecord | undefined> {
+    return this.apply(id, from, patch);
+  }
+
+  async update(id: string, from: readonly TaskStatus[], patch: Partial<TaskRecord>): Promise<boolean> {
+    return this.apply(id, from, patch) !== undefined;
+  }
+
+  private apply(id: string, from: readonly TaskStatus[], patch: Partial<TaskRecord>): TaskRecord | undefined {
     const t = this.tasks.get(id);
     if (!t || !from.includes(t.status)) return undefined;
     const next = Object.freeze({ ...t, ...frozenCopy(patch) });

@@ -26,7 +26,7 @@
 //            gone once older than ORPHAN_GRACE_MS (the trim at create catches the rest).
 import { TaskExistsError, type TaskStore, type TenantTaskBatch, type TenantTaskStep } from '../../tasks/store.ts';
 import { type TaskRecord } from '../../tasks/task.ts';
-import { TERMINAL, type TaskStatus } from '../../vocabulary/task-status.ts';
+import { TASK_STATUSES, TERMINAL, type TaskStatus } from '../../vocabulary/task-status.ts';
 import { decodeRecord, encodePatch, encodeRecord, jsonValue } from './codec.ts';
 import { Keys, type RedisStoreOptions } from './keys.ts';
 import { lua } from './script.ts';
@@ -79,15 +79,15 @@ return out
 
 const TERMINAL_JSON = [...TERMINAL].map((s) => `[${JSON.stringify(jsonValue(s))}]=true`).join(', ');
 
-// KEYS: task. ARGV: patch, finishedTtlMs (0 = none), from status 1..n (JSON text).
-// Returns the new record, or false when missing or in another status.
+// KEYS: task. ARGV: patch, finishedTtlMs (0 = none), '1' to return the record ('0': 1), from
+// status 1..n (JSON text). Returns the new record (or 1), or false when missing or in another status.
 const TRANSITION = lua(`
 local terminal = { ${TERMINAL_JSON} }
 local s = redis.call('GET', KEYS[1])
 if not s then return false end
 local r, order = rec_decode(s)
 local ok = false
-for i = 3, #ARGV do if r.status == ARGV[i] then ok = true break end end
+for i = 4, #ARGV do if r.status == ARGV[i] then ok = true break end end
 if not ok then return false end
 rec_patch(r, order, ARGV[1])
 local out = rec_encode(r, order)
@@ -97,8 +97,12 @@ if ttl > 0 and terminal[r.status] and r.finalized ~= 'false' then
 else
   redis.call('SET', KEYS[1], out, 'KEEPTTL')
 end
-return out
+if ARGV[3] == '1' then return out end
+return 1
 `);
+
+/** Each status as the codec stores it (the transitions' compare values). */
+const STATUS_JSON = new Map(TASK_STATUSES.map((s) => [s, jsonValue(s)]));
 
 // KEYS: task. Deletes the task unless it is terminal. Returns its tenant id (JSON) when deleted,
 // 0 missing, -1 terminal (kept).
@@ -162,12 +166,23 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async transition(id: string, from: readonly TaskStatus[], patch: Partial<TaskRecord>): Promise<TaskRecord | undefined> {
-    if (from.length === 0) return undefined;
-    const s = await TRANSITION.run(this.client, [this.keys.task(id)], [encodePatch(patch), this.finishedTtlMs, ...from.map(jsonValue)]);
-    if (typeof s !== 'string') return undefined;
-    const task = decodeRecord<TaskRecord>(s);
-    if (task.finalized === true) this.unindex(id);
-    return task;
+    const s = await this.apply(id, from, patch, '1');
+    return typeof s === 'string' ? decodeRecord<TaskRecord>(s) : undefined;
+  }
+
+  async update(id: string, from: readonly TaskStatus[], patch: Partial<TaskRecord>): Promise<boolean> {
+    return (await this.apply(id, from, patch, '0')) === 1;
+  }
+
+  /** The TRANSITION script: the new record (`record` '1'), 1 ('0'), or null when not applied. */
+  private async apply(id: string, from: readonly TaskStatus[], patch: Partial<TaskRecord>, record: '0' | '1'): Promise<unknown> {
+    if (from.length === 0) return null;
+    const args: (string | number)[] = [encodePatch(patch), this.finishedTtlMs, record];
+    for (const status of from) args.push(STATUS_JSON.get(status)!);
+    const reply = await TRANSITION.run(this.client, [this.keys.task(id)], args);
+    // A task is finalized by the patch that sets `finalized`: then it leaves the unsettled index.
+    if (reply !== null && patch.finalized === true) this.unindex(id);
+    return reply;
   }
 
   async discard(id: string): Promise<boolean> {
