@@ -7,23 +7,26 @@
 
 /** Encode a record; `undefined` fields are left out. */
 export function encodeRecord(rec: object): string {
-  const out: string[] = [];
-  for (const [k, v] of Object.entries(rec)) {
-    const json = v === undefined ? undefined : JSON.stringify(v);
-    if (json === undefined) continue;
-    out.push(`${checkName(k)}\t${json}`);
-  }
-  return out.join('\n');
+  return encode(rec, false);
 }
 
 /** Encode a patch: like a record, but an `undefined` field becomes a deletion (empty value). */
 export function encodePatch(patch: object): string {
-  const out: string[] = [];
-  for (const [k, v] of Object.entries(patch)) {
+  return encode(patch, true);
+}
+
+// One string built by concatenation, not an array of lines joined, and each field name tested
+// once per process: measured in one process against the Object.entries / push / join form, a
+// finished task's record 7.7 -> 4.7 us and two transition patches 2.1 -> 1.2 us (fastest of 25).
+function encode(o: object, deletions: boolean): string {
+  let out = '';
+  for (const k of Object.keys(o)) {
+    const v = (o as Record<string, unknown>)[k];
     const json = v === undefined ? undefined : JSON.stringify(v);
-    out.push(`${checkName(k)}\t${json ?? ''}`);
+    if (json === undefined && !deletions) continue;
+    out += `${out === '' ? '' : '\n'}${checkName(k)}\t${json ?? ''}`;
   }
-  return out.join('\n');
+  return out;
 }
 
 export function decodeRecord<T>(s: string): T {
@@ -39,7 +42,12 @@ export function decodeRecord<T>(s: string): T {
 /** A JSON value as the codec stores it (for Lua comparisons, e.g. a status). */
 export const jsonValue = (v: unknown): string => JSON.stringify(v);
 
+/** Field names already checked: records have a few dozen, so each is tested once, not at every encode. */
+const CHECKED = new Set<string>();
+
 function checkName(k: string): string {
+  if (CHECKED.has(k)) return k;
   if (k === '' || /[\t\n]/.test(k)) throw new Error(`record field name ${JSON.stringify(k)} cannot be stored`);
+  if (CHECKED.size < 1000) CHECKED.add(k);
   return k;
 }
