@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfigText } from '../engine/load-config.ts';
 import { startGateway } from '../engine/gateway.ts';
 import { NO_LIMITS } from '../test/helpers/gateway.ts';
+import { turnProbe, type TurnLog } from './turns.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const up = process.env.UPSTREAM_URL!;
@@ -43,6 +44,10 @@ if (process.env.BENCH_DEBUG) {
 }
 
 const eld = monitorEventLoopDelay({ resolution: 1 });
+let turns: (() => TurnLog) | undefined;
+// Submissions and polls running (gateway_task_calls_running), every 100 ms of the probe.
+const calls: number[] = [];
+let callsTimer: NodeJS.Timeout | undefined;
 process.on('message', (m: { cmd: string }) => {
   if (m.cmd === 'eld-start') {
     eld.reset();
@@ -54,6 +59,21 @@ process.on('message', (m: { cmd: string }) => {
     if (process.env.BENCH_DEBUG) console.error('arrival delays (ms), slowest:', arrivals.sort((a, b) => b - a).slice(0, 10).join(' '), `of ${arrivals.length}`);
     arrivals.length = 0;
     process.send!({ cmd: 'eld', p50: ms(eld.percentile(50)), p99: ms(eld.percentile(99)), max: ms(eld.max), mean: ms(eld.mean) });
+  } else if (m.cmd === 'turns-start') {
+    // The long-turn probe (bench/turns.ts), with this process's event-loop delay.
+    turns = turnProbe();
+    calls.length = 0;
+    callsTimer = setInterval(() => calls.push(gw.lifecycle.callsRunning), 100);
+    eld.reset();
+    eld.enable();
+    process.send!({ cmd: 'turns-started' });
+  } else if (m.cmd === 'turns-stop') {
+    eld.disable();
+    const ms = (ns: number) => Math.round((ns / 1e6) * 100) / 100;
+    clearInterval(callsTimer);
+    const callsRunning = { mean: Math.round(calls.reduce((a, b) => a + b, 0) / Math.max(1, calls.length)), max: Math.max(0, ...calls) };
+    process.send!({ cmd: 'turns', log: turns?.(), callsRunning, eld: { p50: ms(eld.percentile(50)), p99: ms(eld.percentile(99)), max: ms(eld.max) } });
+    turns = undefined;
   } else if (m.cmd === 'direct') {
     // Creates without HTTP: validation, pricing and hold, the task store, task.created, and the
     // upstream submission that follows each create, run by `concurrency` loops for `seconds`.
@@ -63,6 +83,7 @@ process.on('message', (m: { cmd: string }) => {
       if (!route || route.kind !== 'async') throw new Error('no model D route');
       const body = { prompt: 'a red fox in fresh snow, watercolor', n: 1 };
       let count = 0;
+      let refused = 0;
       let stop = false;
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
@@ -70,14 +91,22 @@ process.on('message', (m: { cmd: string }) => {
       await Promise.all(Array.from({ length: concurrency }, async () => {
         while (!stop) {
           const request = await route.validate(structuredClone(body));
-          await gw.lifecycle.create(route, tenant.id, request);
+          try {
+            await gw.lifecycle.create(route, tenant.id, request);
+          } catch (err) {
+            // Refused at the backlog bound (503 / 4001): wait, as a client told Retry-After would.
+            if ((err as { code?: number }).code !== 4001) throw err;
+            refused++;
+            await new Promise((r) => setTimeout(r, 10));
+            continue;
+          }
           count++;
           if (count % 64 === 0) await new Promise((r) => setImmediate(r)); // let submissions and I/O run
         }
       }));
       const elapsed = (performance.now() - t0) / 1000;
       const cpu = process.cpuUsage(cpu0);
-      process.send!({ cmd: 'direct', count, seconds: elapsed, cpu_us: cpu.user + cpu.system });
+      process.send!({ cmd: 'direct', count, refused, seconds: elapsed, cpu_us: cpu.user + cpu.system });
     })();
   } else if (m.cmd === 'cpu') {
     process.send!({ cmd: 'cpu', cpu: process.cpuUsage(), main: process.threadCpuUsage() });

@@ -1,12 +1,44 @@
 // The job scheduler of the embedded (memory) mode: in-process timers (the port:
 // engine/jobs/scheduler.ts).
+//
+// One timer for all jobs, armed at the earliest due time of a queue ordered by due time (a binary
+// heap), rather than a Node timer per job: a create's poll waits seconds, so under load thousands
+// of jobs wait at once, and each one's Timeout, closure and entry were copied by every scavenge
+// until promoted. When the timer fires it starts at most RUN_BATCH due jobs, and the rest after
+// the loop has served its I/O (setImmediate), so jobs that fall due together (polls scheduled in
+// one burst after a stall fall due in one burst three seconds later) are spread over turns instead
+// of running in one turn that every request in flight waits behind (docs/performance.md,
+// "Event-loop turns during creates").
+import { performance } from 'node:perf_hooks';
 import type { JobErrorReporter, JobHandler, JobScheduler, QueueStats } from '../../jobs/scheduler.ts';
 import { within } from '../../util/within.ts';
+
+/** Due jobs started per turn at most; a poll's synchronous start costs some 30–60 µs. */
+export const RUN_BATCH = 32;
+
+interface Job {
+  key: string;
+  queue: string;
+  jobId: string;
+  payload: Record<string, unknown>;
+  dueAt: number;
+  /** Order of scheduling: jobs due at the same time run first come, first served. */
+  seq: number;
+}
+
+const before = (a: Job, b: Job) => a.dueAt < b.dueAt || (a.dueAt === b.dueAt && a.seq < b.seq);
 
 /** In-process scheduler for the embedded (memory) mode. Jobs die with the process. */
 export class MemoryJobScheduler implements JobScheduler {
   private readonly handlers = new Map<string, JobHandler>();
-  private readonly pending = new Map<string, { timer: NodeJS.Timeout; queue: string; dueAt: number }>();
+  private readonly pending = new Map<string, Job>();
+  /** The pending jobs as a binary min-heap on (dueAt, seq). */
+  private readonly heap: Job[] = [];
+  private seq = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  /** A batch is queued with setImmediate: the timer is not armed meanwhile. */
+  private continuing = false;
   private readonly running = new Set<Promise<void>>();
   private closed = false;
   private readonly onError: JobErrorReporter;
@@ -23,25 +55,84 @@ export class MemoryJobScheduler implements JobScheduler {
     if (this.closed) return;
     const key = `${queue}:${jobId}`;
     if (this.pending.has(key)) return;
-    const timer = setTimeout(() => {
-      this.pending.delete(key);
-      const handler = this.handlers.get(queue);
-      if (!handler) return this.onError(queue, jobId, new Error(`no handler for queue ${queue}`));
-      const run = handler(payload)
-        .catch((err) => this.onError(queue, jobId, err))
-        .finally(() => this.running.delete(run));
-      this.running.add(run);
-    }, Math.max(0, delayMs));
-    this.pending.set(key, { timer, queue, dueAt: Date.now() + Math.max(0, delayMs) });
+    const job: Job = { key, queue, jobId, payload, dueAt: performance.now() + Math.max(0, delayMs), seq: this.seq++ };
+    this.pending.set(key, job);
+    this.push(job);
+    this.arm();
+  }
+
+  /** The timer at the earliest due time, unless it is set for then already or a batch is queued. */
+  private arm(): void {
+    const first = this.heap[0];
+    if (!first || this.continuing || this.closed || (this.timer && this.timerAt <= first.dueAt)) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = first.dueAt;
+    // A timer may fire a little before its time by this clock (it counts from the loop's cached
+    // time): `run` then finds nothing due and arms it again.
+    this.timer = setTimeout(this.run, Math.max(1, Math.ceil(first.dueAt - performance.now())));
+  }
+
+  /** Starts the due jobs, RUN_BATCH at most; more due ones go on after the loop's I/O. */
+  private readonly run = (): void => {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    this.continuing = false;
+    const now = performance.now();
+    for (let n = 0; n < RUN_BATCH && this.heap.length && this.heap[0]!.dueAt <= now; n++) this.start(this.pop());
+    if (!this.closed && this.heap.length && this.heap[0]!.dueAt <= now) {
+      this.continuing = true;
+      setImmediate(this.run);
+    } else this.arm();
+  };
+
+  private start(job: Job): void {
+    this.pending.delete(job.key);
+    const handler = this.handlers.get(job.queue);
+    if (!handler) return this.onError(job.queue, job.jobId, new Error(`no handler for queue ${job.queue}`));
+    const run = handler(job.payload)
+      .catch((err) => this.onError(job.queue, job.jobId, err))
+      .finally(() => this.running.delete(run));
+    this.running.add(run);
+  }
+
+  private push(job: Job): void {
+    const h = this.heap;
+    let i = h.push(job) - 1;
+    while (i > 0) {
+      const up = (i - 1) >> 1;
+      if (!before(job, h[up]!)) break;
+      h[i] = h[up]!;
+      i = up;
+    }
+    h[i] = job;
+  }
+
+  private pop(): Job {
+    const h = this.heap;
+    const top = h[0]!;
+    const last = h.pop()!;
+    if (h.length) {
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= h.length) break;
+        const c = l + 1 < h.length && before(h[l + 1]!, h[l]!) ? l + 1 : l;
+        if (!before(h[c]!, last)) break;
+        h[i] = h[c]!;
+        i = c;
+      }
+      h[i] = last;
+    }
+    return top;
   }
 
   /**
-   * A timer runs its job when due, so a job is "due" here only while the event loop is late.
-   * Every queue with a handler is listed, empty ones with zeros: a queue left out would keep
-   * its last depth on the gauges (gateway_job_queue_depth) after it emptied.
+   * A job is "due" here only while the event loop is late (or a burst waits its batch). Every
+   * queue with a handler is listed, empty ones with zeros: a queue left out would keep its last
+   * depth on the gauges (gateway_job_queue_depth) after it emptied.
    */
   async stats(): Promise<QueueStats[]> {
-    const now = Date.now();
+    const now = performance.now();
     const byQueue = new Map<string, QueueStats>();
     for (const queue of this.handlers.keys()) byQueue.set(queue, { queue, due: 0, delayed: 0, lagSeconds: 0 });
     for (const { queue, dueAt } of this.pending.values()) {
@@ -61,8 +152,10 @@ export class MemoryJobScheduler implements JobScheduler {
 
   async close(graceMs = 5000): Promise<void> {
     this.closed = true;
-    for (const p of this.pending.values()) clearTimeout(p.timer);
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
     this.pending.clear();
+    this.heap.length = 0;
     await within(Promise.allSettled([...this.running]), graceMs);
   }
 }
