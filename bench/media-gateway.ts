@@ -48,17 +48,22 @@ let turns: (() => TurnLog) | undefined;
 // Submissions and polls running (gateway_task_calls_running), every 100 ms of the probe.
 const calls: number[] = [];
 let callsTimer: NodeJS.Timeout | undefined;
+/** Stops the event-loop delay histogram and answers its figures, ms. */
+const loopDelay = () => {
+  eld.disable();
+  const ms = (ns: number) => Math.round((ns / 1e6) * 100) / 100;
+  return { p50: ms(eld.percentile(50)), p99: ms(eld.percentile(99)), max: ms(eld.max), mean: ms(eld.mean) };
+};
 process.on('message', (m: { cmd: string }) => {
   if (m.cmd === 'eld-start') {
     eld.reset();
     eld.enable();
     process.send!({ cmd: 'eld-started' });
   } else if (m.cmd === 'eld-stop') {
-    eld.disable();
-    const ms = (ns: number) => Math.round((ns / 1e6) * 100) / 100;
+    const delay = loopDelay();
     if (process.env.BENCH_DEBUG) console.error('arrival delays (ms), slowest:', arrivals.sort((a, b) => b - a).slice(0, 10).join(' '), `of ${arrivals.length}`);
     arrivals.length = 0;
-    process.send!({ cmd: 'eld', p50: ms(eld.percentile(50)), p99: ms(eld.percentile(99)), max: ms(eld.max), mean: ms(eld.mean) });
+    process.send!({ cmd: 'eld', ...delay });
   } else if (m.cmd === 'turns-start') {
     // The long-turn probe (bench/turns.ts), with this process's event-loop delay.
     turns = turnProbe();
@@ -68,11 +73,9 @@ process.on('message', (m: { cmd: string }) => {
     eld.enable();
     process.send!({ cmd: 'turns-started' });
   } else if (m.cmd === 'turns-stop') {
-    eld.disable();
-    const ms = (ns: number) => Math.round((ns / 1e6) * 100) / 100;
     clearInterval(callsTimer);
     const callsRunning = { mean: Math.round(calls.reduce((a, b) => a + b, 0) / Math.max(1, calls.length)), max: Math.max(0, ...calls) };
-    process.send!({ cmd: 'turns', log: turns?.(), callsRunning, eld: { p50: ms(eld.percentile(50)), p99: ms(eld.percentile(99)), max: ms(eld.max) } });
+    process.send!({ cmd: 'turns', log: turns?.(), callsRunning, eld: loopDelay() });
     turns = undefined;
   } else if (m.cmd === 'direct') {
     // Creates without HTTP: validation, pricing and hold, the task store, task.created, and the
