@@ -563,14 +563,28 @@ forEachBackend('WalletStore contract', (env) => {
         expect((await s2.charge(T, 'w', 1, '', AT)).status).to.equal('duplicate');
       });
 
-      it('keeps a tenant wallet in keys under the tenant hash tag; an open hold is a field of the wallet hash', async () => {
-        await a.credit(T, 'topup', 'p', 10_000, '', AT);
-        await a.hold(T, 'h', 1_000, '', AT);
+      it('keeps a tenant wallet in keys under the tenant hash tag; an open hold is a field of the wallet hash, shelved there a moment once closed', async () => {
+        const clock = new ManualClock();
+        const s = new RedisWalletStore({ client: env.a, prefix, closedHoldTtlMs: 60_000, clock });
+        const w = `${prefix}{t:${T}}:wallet`;
+        await s.credit(T, 'topup', 'p', 10_000, '', AT);
+        await s.hold(T, 'h', 1_000, '', AT);
         expect(await keysUnder(env.a, prefix)).to.deep.equal(['credits', 'ledger', 'wallet'].map((k) => `${prefix}{t:${T}}:${k}`));
-        expect(await env.a.hget(`${prefix}{t:${T}}:wallet`, 'o:h')).to.match(/^open\|1000\|/);
-        await a.settle(T, 'h', 400, '', AT);
-        expect(await env.a.hget(`${prefix}{t:${T}}:wallet`, 'o:h'), 'leaves the wallet when closed').to.equal(null);
-        expect(await keysUnder(env.a, prefix)).to.deep.equal(['credits', 'holds', 'ledger', 'wallet'].map((k) => `${prefix}{t:${T}}:${k}`));
+        expect(await env.a.hget(w, 'o:h')).to.match(/^open\|1000\|/);
+        await s.settle(T, 'h', 400, '', AT);
+        expect(await env.a.hget(w, 'o:h'), 'closed, on the shelf').to.match(/^settled\|1000\|400\|600\|/);
+        const t0 = clock.now();
+        expect(await env.a.hget(w, 'cq')).to.equal(`${t0}|h`);
+        expect((await s.settle(T, 'h', 1, '', AT)).status).to.equal('duplicate');
+        expect(await s.openHolds(T)).to.deep.equal([]);
+        clock.advance(1_000);
+        await s.hold(T, 'h2', 1, '', AT);
+        await s.release(T, 'h2', '', AT); // the shelf's first has waited a second: moved
+        expect(await env.a.hget(w, 'o:h'), 'moved to the holds hash').to.equal(null);
+        expect(await env.a.hget(`${prefix}{t:${T}}:holds`, 'h')).to.match(/^settled\|/);
+        expect(await env.a.lrange(`${prefix}{t:${T}}:closed`, 0, -1)).to.deep.equal([`${t0 + 60_000}|h`]);
+        expect((await s.settle(T, 'h', 1, '', AT)).status).to.equal('duplicate');
+        expect(await keysUnder(env.a, prefix)).to.deep.equal(['closed', 'credits', 'holds', 'ledger', 'wallet'].map((k) => `${prefix}{t:${T}}:${k}`));
       });
 
       it('closes a hold taken before open holds moved into the wallet (open set and holds hash)', async () => {

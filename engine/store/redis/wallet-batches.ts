@@ -15,20 +15,10 @@ import { Keys, type RedisClient } from './keys.ts';
 import { lua } from './script.ts';
 import { cutoff, RATE_LIB, SPEND_LIB, WALLET_LIB } from './wallet-lib.ts';
 
-// What both scripts do per call and at the end: the hold record kept (for a later call of the
-// group with the same ref, and for the one HSET), the call's answer, and the lines and records written.
+// A hold or close call's answer: its status, the hold record, and the wallet after it.
 const BATCH_LIB = WALLET_LIB + `
-local function keep(made, sets, ref, item)
-  sets[#sets + 1] = ref
-  sets[#sets + 1] = item
-  made[ref] = item
-end
 local function answer(out, status, item, w)
   for _, v in ipairs({ status, item, num(w.b), num(w.h), num(w.seq) }) do out[#out + 1] = v end
-end
-local function write(L, H, lines, sets)
-  redis.call('RPUSH', L, unpack(lines))
-  redis.call('HSET', H, unpack(sets))
 end
 `;
 
@@ -140,9 +130,18 @@ for i = 1, n do
 end
 fields[#fields + 1] = 'sd'
 local w, v = wget(KEYS[1], fields)
+local now, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
 local cur = {}
 for j, f in ipairs(fields) do if cur[f] == nil then cur[f] = v[j] end end
--- A ref not open in the wallet: closed already (a duplicate), unknown, or a hold taken before open
+-- The shelf moves first (its forgetting may drop a hold this group asks about): a ref moved is
+-- looked for in the holds hash, as a hold closed long ago.
+local gone, shelved = {}, false
+if shelf_due(w, now, ttl) then
+  local moved = shelve(KEYS[1], KEYS[3], KEYS[5], w, now, ttl, gone)
+  for i = 1, n do if moved[refs[i]] then v[i] = false end end
+  shelved = true
+end
+-- A ref not in the wallet: closed a while ago (a duplicate), unknown, or a hold taken before open
 -- holds moved into the wallet (open in the holds hash and the open set).
 local miss = {}
 for i = 1, n do if not v[i] then miss[#miss + 1] = refs[i] end end
@@ -151,7 +150,8 @@ if #miss > 0 then
   local e = redis.call('HMGET', KEYS[3], unpack(miss))
   for j, r in ipairs(miss) do ex[r] = e[j] end
 end
-local out, lines, sets, wsets, shut, made, days, gone, old = {}, {}, {}, {}, {}, {}, {}, {}, {}
+local out, lines, sets, wsets, made, days, old, adds = {}, {}, {}, {}, {}, {}, {}, {}
+local cq = {}
 for i = 1, n do
   local o = 3 + (i - 1) * 7
   local ref, note, at = ARGV[o + 1], ARGV[o + 3], ARGV[o + 4]
@@ -183,9 +183,19 @@ for i = 1, n do
       local day = ARGV[o + 7]
       if day ~= '' and settled > 0 then days[day] = (days[day] or 0) + settled end
       item = hold_str(h)
-      if v[i] then gone[#gone + 1] = fields[i] else old[#old + 1] = ref end
-      keep(made, sets, ref, item)
-      shut[#shut + 1] = ref
+      made[ref] = item
+      if v[i] then
+        -- On the shelf: the record stays in its wallet field, closed.
+        wsets[#wsets + 1] = fields[i]
+        wsets[#wsets + 1] = item
+        cq[#cq + 1] = num(now) .. '|' .. ref
+      else
+        -- Open in the holds hash (an older gateway's hold): closed there.
+        sets[#sets + 1] = ref
+        sets[#sets + 1] = item
+        old[#old + 1] = ref
+        adds[#adds + 1] = num(now + ttl) .. '|' .. ref
+      end
       w.h = w.h - h.amount
       w.b = w.b - settled
     end
@@ -193,7 +203,14 @@ for i = 1, n do
   answer(out, status, item, w)
 end
 if #lines > 0 then
-  write(KEYS[2], KEYS[3], lines, sets)
+  redis.call('RPUSH', KEYS[2], unpack(lines))
+  if #sets > 0 then redis.call('HSET', KEYS[3], unpack(sets)) end
+  if #old > 0 then redis.call('SREM', KEYS[4], unpack(old)) end
+  forget(KEYS[3], KEYS[5], w, adds, now, ttl)
+  if #cq > 0 then
+    if w.cq ~= '' then table.insert(cq, 1, w.cq) end
+    w.cq, w.cqset = table.concat(cq, '\\n'), true
+  end
   if next(days) then
     local sd, totals = cur['sd'], {}
     if not sd then sd, totals = spend_moved(KEYS[6], wsets) end
@@ -202,11 +219,9 @@ if #lines > 0 then
       sd = day_set(sd, day, tonumber(cur[f] or totals[day] or '0') + milli, ARGV[3], wsets, gone)
     end
   end
-  if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
-  if #old > 0 then redis.call('SREM', KEYS[4], unpack(old)) end
-  forget(KEYS[3], KEYS[5], w, shut, tonumber(ARGV[1]), tonumber(ARGV[2]))
-  wsave(KEYS[1], w, wsets)
 end
+if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
+if #lines > 0 or shelved then wsave(KEYS[1], w, wsets) end
 return { w.th, w.as, w.la, out }
 `);
 

@@ -8,20 +8,21 @@ export const RETAIN_DAYS = 3;
 
 export const WALLET_LIB = `
 -- The wallet, and the fields \`extra\` read in the same HMGET (false where absent): a hold's
--- record while it is open is the wallet's field \`o:<ref>\`, so a hold and its close read and
--- write it with the wallet's own HMGET and HSET.
+-- record while it is open, and for a moment after it closed (the shelf, below), is the wallet's
+-- field \`o:<ref>\`, so a hold and its close read and write it with the wallet's own HMGET and HSET.
 local function wget(W, extra)
-  local f = { 'b', 'h', 'th', 'as', 'la', 'seq', 'fh' }
+  local f = { 'b', 'h', 'th', 'as', 'la', 'seq', 'fh', 'cq' }
   if extra then for _, x in ipairs(extra) do f[#f + 1] = x end end
   local v = redis.call('HMGET', W, unpack(f))
   local ex = {}
-  if extra then for i = 1, #extra do ex[i] = v[7 + i] end end
-  return { b = tonumber(v[1] or '0'), h = tonumber(v[2] or '0'), th = v[3] or '', as = v[4] or 'NORMAL', la = v[5] or '', seq = tonumber(v[6] or '0'), fh = tonumber(v[7] or '0') }, ex
+  if extra then for i = 1, #extra do ex[i] = v[8 + i] end end
+  return { b = tonumber(v[1] or '0'), h = tonumber(v[2] or '0'), th = v[3] or '', as = v[4] or 'NORMAL', la = v[5] or '', seq = tonumber(v[6] or '0'), fh = tonumber(v[7] or '0'), cq = v[8] or '' }, ex
 end
 -- \`sets\`: more field, value pairs written with the wallet (open holds).
 local function wsave(W, w, sets)
   local f = { 'b', num(w.b), 'h', num(w.h), 'seq', num(w.seq), 'as', w.as }
   if w.fhset then f[#f + 1] = 'fh'; f[#f + 1] = num(w.fh) end
+  if w.cqset then f[#f + 1] = 'cq'; f[#f + 1] = w.cq end
   if sets then for _, x in ipairs(sets) do f[#f + 1] = x end end
   redis.call('HSET', W, unpack(f))
 end
@@ -42,45 +43,89 @@ end
 local function hold_str(h)
   return h.state .. '|' .. num(h.amount) .. '|' .. num(h.settled) .. '|' .. num(h.released) .. '|' .. h.charge .. '|' .. num(h.seq) .. '|' .. h.at
 end
--- Remembers when the closed holds \`refs\` are forgotten ("<forget at ms>|<ref>" appended to the
+-- Remembers when closed holds are forgotten (\`adds\`: "<forget at ms>|<ref>" appended to the
 -- list C), and forgets (HDEL) the holds already due from its head. The head is looked at only
 -- once the wallet's \`fh\` has come (w.fh: the head's forget time, but at least a second, or a
--- tenth of the retention when shorter, after the last look), so a close usually costs one RPUSH
+-- tenth of the retention when shorter, after the last look), so a call usually costs one RPUSH
 -- here and no read; up to FORGET_BATCH due entries go per look, and a look that found that many
--- looks again at the next close. A list of short
+-- looks again at the next call. A list of short
 -- strings costs about a third of a sorted set's entry (measured: 183 B per chat as a zset).
 -- Processes' clocks differ a little, so the list is ordered only about: a head not yet due holds
 -- back the ones behind it, which are then forgotten late, never early. An open hold is never
 -- forgotten (a ref is closed once). ttl 0: closed holds are kept.
 local FORGET_BATCH = 500
-local function forget(H, C, w, refs, now, ttl)
-  if ttl <= 0 or #refs == 0 then return end
-  if w.fh <= now then
-    local head = redis.call('LRANGE', C, 0, FORGET_BATCH - 1)
-    local due, nexth = {}, nil
-    for _, e in ipairs(head) do
-      local sep = string.find(e, '|', 1, true)
-      local at = tonumber(string.sub(e, 1, sep - 1))
-      if at > now then nexth = at break end
-      due[#due + 1] = string.sub(e, sep + 1)
-    end
-    if #due > 0 then
-      redis.call('LTRIM', C, #due, -1)
-      local v = redis.call('HMGET', H, unpack(due))
-      local gone = {}
-      for i, r in ipairs(due) do
-        if v[i] and string.sub(v[i], 1, 5) ~= 'open|' then gone[#gone + 1] = r end
-      end
-      if #gone > 0 then redis.call('HDEL', H, unpack(gone)) end
-    end
-    w.fhset = true
-    if nexth then w.fh = math.max(nexth, now + math.min(1000, math.floor(ttl / 10)))
-    elseif #due == FORGET_BATCH then w.fh = now
-    else w.fh = now + ttl end
+local function forget(H, C, w, adds, now, ttl)
+  if ttl <= 0 then return end
+  if #adds > 0 then redis.call('RPUSH', C, unpack(adds)) end
+  if w.fh > now then return end
+  local head = redis.call('LRANGE', C, 0, FORGET_BATCH - 1)
+  local due, nexth = {}, nil
+  for _, e in ipairs(head) do
+    local sep = string.find(e, '|', 1, true)
+    local at = tonumber(string.sub(e, 1, sep - 1))
+    if at > now then nexth = at break end
+    due[#due + 1] = string.sub(e, sep + 1)
   end
-  local add = {}
-  for i, r in ipairs(refs) do add[i] = num(now + ttl) .. '|' .. r end
-  redis.call('RPUSH', C, unpack(add))
+  if #due > 0 then
+    redis.call('LTRIM', C, #due, -1)
+    local v = redis.call('HMGET', H, unpack(due))
+    local gone = {}
+    for i, r in ipairs(due) do
+      if v[i] and string.sub(v[i], 1, 5) ~= 'open|' then gone[#gone + 1] = r end
+    end
+    if #gone > 0 then redis.call('HDEL', H, unpack(gone)) end
+  end
+  w.fhset = true
+  if nexth then w.fh = math.max(nexth, now + math.min(1000, math.floor(ttl / 10)))
+  elseif #due == FORGET_BATCH then w.fh = now
+  else w.fh = now + ttl end
+end
+-- The shelf: a chat's hold closed by the batched CLOSE keeps its closed record in the wallet
+-- field o:<ref> (written by the wallet's own HSET, no command of its own) and its ref goes on the
+-- wallet's \`cq\` ("<closed at ms>|<ref>" lines). Once SHELF_BYTES of them wait there (about 50
+-- chat refs), or the first has waited a second (less for a shorter retention), a CLOSE moves them all to the holds hash H and
+-- the forget list C in a few commands (HMGET, HSET, HDEL, RPUSH), so a close costs those once per
+-- many closes instead of three each. Returns the refs moved ({} when none); their o: fields go
+-- into \`gone\` (the caller's HDEL). A tenant that stops closing leaves those few
+-- closed records on its wallet until its next close (forgotten late, never early).
+local SHELF_BYTES = 4096
+local function shelf_due(w, now, ttl)
+  if w.cq == '' then return false end
+  local wait = 1000
+  if ttl > 0 and ttl < wait then wait = ttl end
+  return #w.cq >= SHELF_BYTES or now >= tonumber(string.match(w.cq, '^(%d+)|')) + wait
+end
+local function shelve(W, H, C, w, now, ttl, gone)
+  local refs, at, fields = {}, {}, {}
+  for e in string.gmatch(w.cq, '[^\\n]+') do
+    local sep = string.find(e, '|', 1, true)
+    refs[#refs + 1] = string.sub(e, sep + 1)
+    at[#refs] = tonumber(string.sub(e, 1, sep - 1))
+    fields[#refs] = 'o:' .. refs[#refs]
+  end
+  w.cq, w.cqset = '', true
+  local v = redis.call('HMGET', W, unpack(fields))
+  local sets, adds, moved = {}, {}, {}
+  for i = #refs, 1, -1 do
+    local r = refs[i]
+    if v[i] and string.sub(v[i], 1, 5) ~= 'open|' then
+      sets[#sets + 1] = r
+      sets[#sets + 1] = v[i]
+      adds[#adds + 1] = num(at[i] + ttl) .. '|' .. r
+      gone[#gone + 1] = fields[i]
+      moved[r] = true
+    end
+  end
+  if #sets > 0 then redis.call('HSET', H, unpack(sets)) end
+  if ttl > 0 and #adds > 0 then
+    -- To the head of the forget list, oldest first (pushed newest first): they closed before
+    -- whatever was appended while they waited, and the head is looked at when the first is due.
+    redis.call('LPUSH', C, unpack(adds))
+    local first = at[1] + ttl
+    if first < w.fh then w.fh, w.fhset = first, true end
+  end
+  forget(H, C, w, {}, now, ttl)
+  return moved
 end
 local function hold_parse(s)
   local st, a, se, re, ch, sq, at = string.match(s, '^(%a+)|(-?%d+)|(-?%d+)|(-?%d+)|(%d)|(%d+)|(.*)$')

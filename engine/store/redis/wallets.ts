@@ -72,7 +72,7 @@ local seq = append(KEYS[2], w, ARGV[5], ARGV[4], 'hold', amount, ARGV[1], ARGV[3
 append(KEYS[2], w, ARGV[6], ARGV[4], 'settle', amount, ARGV[1], ARGV[3])
 local h = { state = 'settled', amount = amount, settled = amount, released = 0, charge = '1', seq = seq, at = ARGV[4] }
 redis.call('HSET', KEYS[3], ARGV[1], hold_str(h))
-forget(KEYS[3], KEYS[5], w, { ARGV[1] }, tonumber(ARGV[7]), tonumber(ARGV[8]))
+forget(KEYS[3], KEYS[5], w, { num(tonumber(ARGV[7]) + tonumber(ARGV[8])) .. '|' .. ARGV[1] }, tonumber(ARGV[7]), tonumber(ARGV[8]))
 w.b = w.b - amount
 wsave(KEYS[1], w)
 return result('closed', hold_str(h), w)
