@@ -31,6 +31,9 @@ const gw = await startGateway(config, { chatPorts });
 const tenant = await gw.tenants.createTenant({ name: 'bench' });
 const { key } = await gw.tenants.issueKey(tenant.id, {});
 await gw.billing.topUp(tenant.id, 1_000_000_000_000, 'bench-topup');
+// BENCH_V8_FLAGS: V8 flags set once the gateway is up (v8.setFlagsFromString, commas for spaces),
+// as the gateway could set them itself: bench/compare.ts <tree> '<tree>+BENCH_V8_FLAGS=--heap-growing-percent=20'.
+if (process.env.BENCH_V8_FLAGS) (await import('node:v8')).setFlagsFromString(process.env.BENCH_V8_FLAGS.replaceAll(',', ' '));
 process.send!({ url: gw.url, key });
 process.on('message', (m: { cpu?: boolean; core?: boolean }) => {
   if (m.cpu) process.send!({ cpu: process.cpuUsage() });
