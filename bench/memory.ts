@@ -14,7 +14,11 @@
 //             token and no rate limits set): the chat benchmark's load (sync and streamed, 10 and
 //             64 connections, BENCH_SECONDS = 5 each, against bench/chat-upstream.ts) then
 //             BENCH_TASKS (100,000) model D creates over 64 connections against the stub, and 20 s
-//             for the last tasks to settle. RSS sampled every 100 ms: peak and end.
+//             for the last tasks to settle. RSS sampled every 100 ms: peak and end. Diagnostics:
+//             BENCH_STATES=1 (tasks in flight every 10 s), BENCH_SMAPS=1 (resident memory by mapping
+//             at each phase), BENCH_SNAPSHOT_CHAT=1 / BENCH_SNAPSHOT_AT=<n> (heap snapshots, in the
+//             tree's folder, after the chat load / at the n-th create; read them with bench/heap-top.ts),
+//             BENCH_GATEWAY_NODE_OPTIONS (node/V8 flags on the gateway's command line, e.g. --trace-gc).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,6 +39,28 @@ const mb = (n: number) => Math.round(n / 104857.6) / 10;
 export function procStatus(pid: number): { rss: number; threads: number } {
   const s = readFileSync(`/proc/${pid}/status`, 'utf8');
   return { rss: Number(/VmRSS:\s+(\d+)/.exec(s)![1]) * 1024, threads: Number(/Threads:\s+(\d+)/.exec(s)![1]) };
+}
+
+/**
+ * Where a process's resident memory is, from /proc/<pid>/smaps (MB): the main thread's malloc heap
+ * ([heap]), other anonymous mappings (V8's heap pages, other threads' malloc arenas, large malloc
+ * blocks, thread stacks) by the size of the mapping, and file-backed pages (the node binary, libraries).
+ */
+export function residentBy(pid: number): string {
+  const by: Record<string, number> = {};
+  let name = '';
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \d+\s*(.*)$/.exec(line);
+    if (head) {
+      const size = (parseInt(head[2]!, 16) - parseInt(head[1]!, 16)) / 1048576;
+      const path = head[3]!;
+      name = path === '[heap]' ? 'malloc [heap]' : path.startsWith('/') ? 'files' : path ? path : size >= 60 ? 'anon ≥ 60 MB (malloc arenas)' : size >= 1 ? 'anon 1–60 MB' : 'anon < 1 MB (V8 pages, stacks)';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss) by[name] = (by[name] ?? 0) + Number(rss[1]) / 1024;
+  }
+  return Object.entries(by).filter(([, v]) => v >= 1).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ');
 }
 
 /** Heap used and tasks active, from the gateway's /metrics (default metrics of prom-client). */
@@ -223,6 +249,7 @@ async function peak(): Promise<void> {
   const sampler = setInterval(() => samples.push(procStatus(gw.proc.pid!).rss), 100);
   const phase = async (label: string) => {
     const m = await scrape(gw.metricsUrl);
+    if (process.env.BENCH_SMAPS) console.log(`  resident, MB: ${residentBy(gw.proc.pid!)}`);
     console.log(`${label}: RSS now ${mb(procStatus(gw.proc.pid!).rss)} MB, peak so far ${mb(Math.max(...samples, 0))} MB${m ? `; heap used ${mb(m.heap)} of ${mb(m.heapTotal)} MB (${m.spaces}), external ${mb(m.external)} MB, ${m.active} tasks active (${m.polls})` : ''}`);
   };
   console.log(`gateway's stdout (access log, and --trace-gc lines if asked): ${gw.log}`);
