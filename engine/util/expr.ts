@@ -109,40 +109,53 @@ function pathOf(node: Node): FastPath | undefined {
   if (variable === '' || variable === '$') return undefined; // the context and the root: JSONata's
   const keys = steps.map((s) => String(s.value));
   return (input, bindings) => {
-    let sequence: unknown[] = [input];
-    for (let i = 0; i < keys.length; i++) {
-      const found: unknown[] = [];
-      let oneIsSequence = false; // whether found's only value (if one) is a sequence JSONata made, not an array of the data
-      if (i === 0 && variable !== undefined) {
-        // A name the caller did not bind is one of JSONata's functions, or nothing: JSONata's to say.
-        if (!bindings || !Object.hasOwn(bindings, variable)) return ASK_JSONATA;
-        if (bindings[variable] !== undefined) found.push(bindings[variable]);
-      } else {
-        for (const item of sequence) {
-          if (Array.isArray(item)) {
-            // A name over an array: its items' values, as a sequence (a lone value is unwrapped).
-            const values = lookupAll(item, keys[i]!, []);
-            if (values.length === 1) found.push(values[0]);
-            else if (values.length > 1) {
-              found.push(values);
-              oneIsSequence = true;
-            }
-          } else {
-            const value = own(item, keys[i]!);
-            if (value !== undefined) found.push(value);
-          }
-        }
-      }
-      if (i === keys.length - 1 && found.length === 1 && Array.isArray(found[0]) && !oneIsSequence) return found[0];
-      sequence = [];
-      for (const value of found) {
-        if (Array.isArray(value)) for (const v of value) sequence.push(v);
-        else sequence.push(value);
-      }
-      if (sequence.length === 0) return undefined;
+    let value: unknown = input;
+    let i = 0;
+    if (variable !== undefined) {
+      // A name the caller did not bind is one of JSONata's functions, or nothing: JSONata's to say.
+      if (!bindings || !Object.hasOwn(bindings, variable)) return ASK_JSONATA;
+      value = bindings[variable];
+      i = 1;
     }
-    return sequence.length === 1 ? sequence[0] : sequence;
+    // Over objects, a step's sequence is one value: walked without building one (the common case).
+    for (; i < keys.length && !Array.isArray(value); i++) {
+      value = own(value, keys[i]!);
+      if (value === undefined) return undefined;
+    }
+    if (i === keys.length) return value;
+    // An array met before the last step: the input itself (JSONata takes it as one item), or a value found (its items).
+    return sequenceFrom(i === 0 ? [value] : [...(value as unknown[])], keys, i);
   };
+}
+
+/** The rest of a path from step `from`, over a sequence of values, by JSONata's rules (pathOf). */
+function sequenceFrom(sequence: unknown[], keys: readonly string[], from: number): unknown {
+  for (let i = from; i < keys.length; i++) {
+    const found: unknown[] = [];
+    let oneIsSequence = false; // whether found's only value (if one) is a sequence JSONata made, not an array of the data
+    for (const item of sequence) {
+      if (Array.isArray(item)) {
+        // A name over an array: its items' values, as a sequence (a lone value is unwrapped).
+        const values = lookupAll(item, keys[i]!, []);
+        if (values.length === 1) found.push(values[0]);
+        else if (values.length > 1) {
+          found.push(values);
+          oneIsSequence = true;
+        }
+      } else {
+        const value = own(item, keys[i]!);
+        if (value !== undefined) found.push(value);
+      }
+    }
+    if (i === keys.length - 1 && found.length === 1 && Array.isArray(found[0]) && !oneIsSequence) return found[0];
+    sequence = [];
+    for (const value of found) {
+      if (Array.isArray(value)) for (const v of value) sequence.push(v);
+      else sequence.push(value);
+    }
+    if (sequence.length === 0) return undefined;
+  }
+  return sequence.length === 1 ? sequence[0] : sequence;
 }
 
 /** The value of an object's own key (JSONata reads no inherited one), else undefined. */
