@@ -574,7 +574,7 @@ forEachBackend('WalletStore contract', (env) => {
         await s.settle(T, 'h', 400, '', AT);
         expect(await env.a.hget(w, 'o:h'), 'closed, on the shelf').to.match(/^settled\|1000\|400\|600\|/);
         const t0 = clock.now();
-        expect(await env.a.hget(w, 'cq')).to.equal(`${t0}|h`);
+        expect(await env.a.hmget(w, 'cn', 'q:1')).to.deep.equal(['1', `${t0}|h`]);
         expect((await s.settle(T, 'h', 1, '', AT)).status).to.equal('duplicate');
         expect(await s.openHolds(T)).to.deep.equal([]);
         clock.advance(1_000);

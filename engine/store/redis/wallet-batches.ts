@@ -151,7 +151,6 @@ if #miss > 0 then
   for j, r in ipairs(miss) do ex[r] = e[j] end
 end
 local out, lines, sets, wsets, made, days, old, adds = {}, {}, {}, {}, {}, {}, {}, {}
-local cq = {}
 for i = 1, n do
   local o = 3 + (i - 1) * 7
   local ref, note, at = ARGV[o + 1], ARGV[o + 3], ARGV[o + 4]
@@ -188,7 +187,7 @@ for i = 1, n do
         -- On the shelf: the record stays in its wallet field, closed.
         wsets[#wsets + 1] = fields[i]
         wsets[#wsets + 1] = item
-        cq[#cq + 1] = num(now) .. '|' .. ref
+        shelf_add(w, wsets, ref, now)
       else
         -- Open in the holds hash (an older gateway's hold): closed there.
         sets[#sets + 1] = ref
@@ -207,10 +206,6 @@ if #lines > 0 then
   if #sets > 0 then redis.call('HSET', KEYS[3], unpack(sets)) end
   if #old > 0 then redis.call('SREM', KEYS[4], unpack(old)) end
   forget(KEYS[3], KEYS[5], w, adds, now, ttl)
-  if #cq > 0 then
-    if w.cq ~= '' then table.insert(cq, 1, w.cq) end
-    w.cq, w.cqset = table.concat(cq, '\\n'), true
-  end
   if next(days) then
     local sd, totals = cur['sd'], {}
     if not sd then sd, totals = spend_moved(KEYS[6], wsets) end

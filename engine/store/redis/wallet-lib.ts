@@ -11,18 +11,21 @@ export const WALLET_LIB = `
 -- record while it is open, and for a moment after it closed (the shelf, below), is the wallet's
 -- field \`o:<ref>\`, so a hold and its close read and write it with the wallet's own HMGET and HSET.
 local function wget(W, extra)
-  local f = { 'b', 'h', 'th', 'as', 'la', 'seq', 'fh', 'cq' }
+  local f = { 'b', 'h', 'th', 'as', 'la', 'seq', 'fh', 'cn', 'cf' }
   if extra then for _, x in ipairs(extra) do f[#f + 1] = x end end
   local v = redis.call('HMGET', W, unpack(f))
   local ex = {}
-  if extra then for i = 1, #extra do ex[i] = v[8 + i] end end
-  return { b = tonumber(v[1] or '0'), h = tonumber(v[2] or '0'), th = v[3] or '', as = v[4] or 'NORMAL', la = v[5] or '', seq = tonumber(v[6] or '0'), fh = tonumber(v[7] or '0'), cq = v[8] or '' }, ex
+  if extra then for i = 1, #extra do ex[i] = v[9 + i] end end
+  return { b = tonumber(v[1] or '0'), h = tonumber(v[2] or '0'), th = v[3] or '', as = v[4] or 'NORMAL', la = v[5] or '', seq = tonumber(v[6] or '0'), fh = tonumber(v[7] or '0'), cn = tonumber(v[8] or '0'), cf = tonumber(v[9] or '0') }, ex
 end
 -- \`sets\`: more field, value pairs written with the wallet (open holds).
 local function wsave(W, w, sets)
   local f = { 'b', num(w.b), 'h', num(w.h), 'seq', num(w.seq), 'as', w.as }
   if w.fhset then f[#f + 1] = 'fh'; f[#f + 1] = num(w.fh) end
-  if w.cqset then f[#f + 1] = 'cq'; f[#f + 1] = w.cq end
+  if w.cqset then
+    f[#f + 1] = 'cn'; f[#f + 1] = num(w.cn)
+    f[#f + 1] = 'cf'; f[#f + 1] = num(w.cf)
+  end
   if sets then for _, x in ipairs(sets) do f[#f + 1] = x end end
   redis.call('HSET', W, unpack(f))
 end
@@ -81,31 +84,49 @@ local function forget(H, C, w, adds, now, ttl)
   else w.fh = now + ttl end
 end
 -- The shelf: a chat's hold closed by the batched CLOSE keeps its closed record in the wallet
--- field o:<ref> (written by the wallet's own HSET, no command of its own) and its ref goes on the
--- wallet's \`cq\` ("<closed at ms>|<ref>" lines). Once SHELF_BYTES of them wait there (about 50
--- chat refs), or the first has waited a second (less for a shorter retention), a CLOSE moves them all to the holds hash H and
--- the forget list C in a few commands (HMGET, HSET, HDEL, RPUSH), so a close costs those once per
--- many closes instead of three each. Returns the refs moved ({} when none); their o: fields go
--- into \`gone\` (the caller's HDEL). A tenant that stops closing leaves those few
--- closed records on its wallet until its next close (forgotten late, never early).
-local SHELF_BYTES = 4096
+-- field o:<ref> (written by the wallet's own HSET, no command of its own), and the wallet notes it
+-- as q:<n> = "<closed at ms>|<ref>" (cn: how many wait, cf: when the first closed). Once SHELF_MAX
+-- wait, or the first has waited a second (less for a shorter retention), a CLOSE moves them all to
+-- the holds hash H and the head of the forget list C in a few commands (two HMGET, HSET, HDEL,
+-- LPUSH), so a close costs those once per many closes instead of three each. (One field per
+-- entry, not a growing string: a 4 KB string read and rewritten by every script cost Redis more
+-- CPU than the commands it saved.) Returns the refs moved; their o: and q: fields go into \`gone\`
+-- (the caller's HDEL, before its HSET). A tenant that stops closing leaves those few closed
+-- records on its wallet until its next close (forgotten late, never early).
+local SHELF_MAX = 32
 local function shelf_due(w, now, ttl)
-  if w.cq == '' then return false end
+  if w.cn == 0 then return false end
   local wait = 1000
   if ttl > 0 and ttl < wait then wait = ttl end
-  return #w.cq >= SHELF_BYTES or now >= tonumber(string.match(w.cq, '^(%d+)|')) + wait
+  return w.cn >= SHELF_MAX or now >= w.cf + wait
+end
+-- Puts a closed hold's ref on the shelf (its record is written by the caller): the fields to add to \`sets\`.
+local function shelf_add(w, sets, ref, now)
+  w.cn = w.cn + 1
+  if w.cn == 1 then w.cf = now end
+  w.cqset = true
+  sets[#sets + 1] = 'q:' .. w.cn
+  sets[#sets + 1] = num(now) .. '|' .. ref
 end
 local function shelve(W, H, C, w, now, ttl, gone)
+  local qf = {}
+  for i = 1, w.cn do qf[i] = 'q:' .. i end
+  local q = redis.call('HMGET', W, unpack(qf))
   local refs, at, fields = {}, {}, {}
-  for e in string.gmatch(w.cq, '[^\\n]+') do
-    local sep = string.find(e, '|', 1, true)
-    refs[#refs + 1] = string.sub(e, sep + 1)
-    at[#refs] = tonumber(string.sub(e, 1, sep - 1))
-    fields[#refs] = 'o:' .. refs[#refs]
+  for i = 1, w.cn do
+    gone[#gone + 1] = qf[i]
+    if q[i] then
+      local sep = string.find(q[i], '|', 1, true)
+      refs[#refs + 1] = string.sub(q[i], sep + 1)
+      at[#refs] = tonumber(string.sub(q[i], 1, sep - 1))
+      fields[#refs] = 'o:' .. refs[#refs]
+    end
   end
-  w.cq, w.cqset = '', true
+  w.cn, w.cf, w.cqset = 0, 0, true
+  local moved = {}
+  if #refs == 0 then return moved end
   local v = redis.call('HMGET', W, unpack(fields))
-  local sets, adds, moved = {}, {}, {}
+  local sets, adds = {}, {}
   for i = #refs, 1, -1 do
     local r = refs[i]
     if v[i] and string.sub(v[i], 1, 5) ~= 'open|' then
