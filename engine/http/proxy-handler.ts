@@ -63,6 +63,8 @@ class ProxiedRequest implements StreamSink {
   private streamed = false;
   private clientGone = false;
   private corked = false;
+  /** The stream's chunks of the current tick, written as one at its end (see cork()). */
+  private pending: Buffer[] | undefined;
   private outcome = 'ok';
 
   constructor(gw: ProxyHandler, req: IncomingMessage, res: ServerResponse, route: ProxyRoutePlan, visit: Visit) {
@@ -132,9 +134,11 @@ class ProxiedRequest implements StreamSink {
     this.res.flushHeaders();
   }
 
+  /** Held until the end of the tick (cork()); false once the client's buffer is full. */
   writeStream(chunk: Buffer): boolean {
-    this.cork();
-    return this.res.write(chunk);
+    if (!this.cork()) return this.res.write(chunk);
+    (this.pending ??= []).push(chunk);
+    return !this.res.writableNeedDrain;
   }
 
   whenDrained(resume: () => void): void {
@@ -142,28 +146,51 @@ class ProxiedRequest implements StreamSink {
   }
 
   endStream(): void {
-    this.res.end();
+    const last = this.takePending();
+    if (last) this.res.end(last);
+    else this.res.end();
   }
 
   /**
-   * Stream writes made while undici hands over one read from the upstream (headers, events,
-   * often the end) leave in one write(2) instead of one each: the socket is corked until the
-   * current callback returns (process.nextTick), which adds no latency. The socket, not the
-   * response: a corked response writes end()'s last chunk ahead of the chunks it holds (node 24).
-   * end() uncorks the socket fully, so an ended response leaves it alone.
+   * What undici hands over from one read of the upstream (the head, events, often the end)
+   * leaves in one write(2) and as one HTTP chunk: the socket is corked and the events are held
+   * until the current callback returns (process.nextTick, which adds no latency), then written
+   * with one res.write. undici calls back once per chunk of the upstream's chunked answer, often
+   * one per event, and each res.write is the response's own work and chunk framing: about 20 per
+   * streamed completion, where one does. The socket, not the response, is corked: a corked
+   * response writes end()'s last chunk ahead of the chunks it holds (node 24). end() uncorks the
+   * socket fully, so an ended response leaves it alone. False when there is no socket to cork.
    */
-  private cork(): void {
+  private cork(): boolean {
     const socket = this.res.socket;
-    if (this.corked || !socket) return;
+    if (this.corked) return true;
+    if (!socket) return false;
     this.corked = true;
     socket.cork();
     process.nextTick(this.uncork);
+    return true;
   }
 
   private readonly uncork = (): void => {
     this.corked = false;
-    if (!this.res.writableEnded) this.res.socket?.uncork();
+    const held = this.takePending();
+    if (this.res.writableEnded || this.res.destroyed) return;
+    if (held) this.res.write(held);
+    this.res.socket?.uncork();
   };
+
+  /** Events still held this tick go out before anything written after them. */
+  private writeHeld(): void {
+    const held = this.takePending();
+    if (held) this.res.write(held);
+  }
+
+  /** The chunks held this tick, as one; undefined when none. */
+  private takePending(): Buffer | undefined {
+    const chunks = this.pending;
+    this.pending = undefined;
+    return chunks && (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+  }
 
   // ---- answers -----------------------------------------------------------------------
 
@@ -181,6 +208,7 @@ class ProxiedRequest implements StreamSink {
         if (!end.tap) throw end.failure.toGatewayError();
         // Headers are out: end the stream with one error event the client SDKs understand.
         this.outcome = 'upstream_dropped';
+        this.writeHeld();
         this.res.end(`data: ${JSON.stringify({ error: errorObjectFor(end.failure.toGatewayError(`The provider's stream broke off: ${end.failure.message}`)) })}\n\n`);
         this.gw.logger.warn({ trace_id: this.visit.trace.traceId, route: this.call.route.key, err: end.failure.message }, 'upstream stream broke off');
         return end.tap.events > 0 ? this.call.streamUsage(end.tap) : undefined;
