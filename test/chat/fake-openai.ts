@@ -1,7 +1,8 @@
 // A real HTTP server playing an OpenAI-compatible upstream: /v1/chat/completions (JSON or SSE)
 // and /v1/models. It records what it received and whether each response was cut off before
 // it finished (the proof that a client disconnect reached the upstream). Steered by the last
-// user message: [error400] [error503] [error429] [nonjson] [drop] [hold] [nousage] [tools] [pretty] [slow] (sync: slowMs).
+// user message: [error400] [error503] [error429] [nonjson] [drop] [hold] [nousage] [tools] [pretty] [slow] (sync: slowMs)
+// [big] (a stream of BIG_WORDS: 40 MB, more than the sockets between client and upstream hold).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -15,6 +16,7 @@ export interface SeenRequest {
 
 export const FAKE_USAGE = { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500, prompt_tokens_details: { cached_tokens: 200, audio_tokens: 0 } };
 export const WORDS = ['Hello', ' there', ',', ' how', ' can', ' I', ' help', '?'];
+export const BIG_WORDS = Array.from({ length: 640 }, (_, i) => `${i} ${'x'.repeat(64 * 1024)}`);
 
 export class FakeOpenAI {
   readonly seen: SeenRequest[] = [];
@@ -122,7 +124,7 @@ export class FakeOpenAI {
       events.push(chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":"Paris"}' } }] }, null));
       events.push(chunk({}, 'tool_calls'));
     } else {
-      for (const w of WORDS) events.push(chunk({ content: w }, null));
+      for (const w of said.includes('[big]') ? BIG_WORDS : WORDS) events.push(chunk({ content: w }, null));
       events.push(chunk({}, 'stop'));
     }
     if (includeUsage && usage) events.push(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, choices: [], usage })}\n\n`);
@@ -135,7 +137,16 @@ export class FakeOpenAI {
         res.socket?.destroy();
         return;
       }
-      res.write(events[i]);
+      // A client that reads slowly holds the writer back (the gateway's back-pressure reaches here).
+      if (!res.write(events[i])) {
+        await new Promise<void>((resolve) => {
+          const go = () => {
+            res.off('drain', go).off('close', go);
+            resolve();
+          };
+          res.on('drain', go).on('close', go);
+        });
+      }
       if (i === 1 && said.includes('[hold]')) {
         await new Promise<void>((r) => {
           this.holds.push(r);

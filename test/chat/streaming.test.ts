@@ -3,7 +3,8 @@
 // chunk — changing the client's bytes only as much as that needs.
 import { expect } from 'chai';
 import { rawPost, useChatRig } from './rig.ts';
-import { WORDS } from './fake-openai.ts';
+import { BIG_WORDS, WORDS } from './fake-openai.ts';
+import { request, type IncomingMessage } from 'node:http';
 
 describe('chat: streaming', () => {
   const r = useChatRig();
@@ -23,6 +24,28 @@ describe('chat: streaming', () => {
     const rest: string[] = [];
     for (let n = await it.next(); !n.done; n = await it.next()) if (n.value.choices[0]?.delta?.content) rest.push(n.value.choices[0].delta.content);
     expect([WORDS[0], ...rest]).to.deep.equal(WORDS);
+  });
+
+  it('holds the upstream back while the client reads slowly (back-pressure), then relays every event in order', async () => {
+    const finishedBefore = r.up.finished;
+    const u = new URL(`${r.gw.url}/v1/chat/completions`);
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { authorization: `Bearer ${r.key}`, 'content-type': 'application/json' } }, resolve);
+      req.on('error', reject);
+      req.end(JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'a long one [big]' }], stream: true }));
+    });
+    expect(res.statusCode).to.equal(200);
+    // Not read for a while: the 40 MB cannot all sit in socket buffers, so the upstream must wait.
+    res.pause();
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(r.up.finished).to.equal(finishedBefore);
+    let text = '';
+    res.setEncoding('utf8');
+    for await (const part of res) text += part;
+    const words = text.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => (JSON.parse(e.slice(6)) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta?.content).filter((c) => c);
+    expect(words.length).to.equal(BIG_WORDS.length);
+    expect(words.every((w, i) => w === BIG_WORDS[i])).to.equal(true);
+    expect(text.endsWith('data: [DONE]\n\n')).to.equal(true);
   });
 
   it('answers SSE with no buffering hints for intermediaries, no compression, chunked, with Server-Timing', async () => {
