@@ -29,9 +29,10 @@ async function redisCpu(r: Redis): Promise<number> {
   return num('used_cpu_sys') + num('used_cpu_user');
 }
 
-async function calls(r: Redis): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for (const m of (await r.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out.set(m[1]!, Number(m[2]));
+/** Per command: calls and Redis's µs in it (INFO commandstats; a script's µs include its inner commands'). */
+async function calls(r: Redis): Promise<Map<string, [number, number]>> {
+  const out = new Map<string, [number, number]>();
+  for (const m of (await r.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) out.set(m[1]!, [Number(m[2]), Number(m[3])]);
   return out;
 }
 
@@ -73,10 +74,16 @@ upstreams: { provider_c: { base_url: "${up.url}", credentials: { api_key: sk-ben
   const bad = await run(CHATS);
   await new Promise((r) => setTimeout(r, 300));
   const [after, cpu1] = [await calls(probe), await redisCpu(probe)];
-  const delta = [...after].map(([c, n]) => [c, n - (before.get(c) ?? 0)] as const).filter(([c, n]) => n > 0 && c !== 'info').sort((a, b) => b[1] - a[1]);
+  const delta = [...after].map(([c, [n, us]]) => [c, n - (before.get(c)?.[0] ?? 0), us - (before.get(c)?.[1] ?? 0)] as const).filter(([c, n]) => n > 0 && c !== 'info').sort((a, b) => b[1] - a[1]);
   const total = delta.reduce((s, [, n]) => s + n, 0);
   const named = delta.filter(([, n]) => n / CHATS >= 0.005);
+  // The µs of the commands a client sent (evalsha's include its inner commands', which are not added again).
+  const inner = new Set(['hmget', 'hset', 'hdel', 'rpush', 'lpush', 'lrange', 'ltrim', 'hgetall', 'srem', 'del']);
+  const sent = delta.filter(([c]) => !inner.has(c)).reduce((s, [, , us]) => s + us, 0);
+  const script = delta.filter(([c]) => c === 'evalsha' || c === 'eval').reduce((s, [, , us]) => s + us, 0);
+  const innerUs = delta.filter(([c]) => inner.has(c)).reduce((s, [, , us]) => s + us, 0);
   console.log(`${label}, ${CONCURRENCY} at a time: ${(total / CHATS).toFixed(2)} Redis commands per chat (${CHATS} chats, ${bad} not 200), Redis CPU ${Math.round(((cpu1 - cpu0) / CHATS) * 1e6)} µs per chat: ${named.map(([c, n]) => `${c} ${(n / CHATS).toFixed(2)}`).join(', ')}`);
+  console.log(`  commandstats µs per chat: ${(sent / CHATS).toFixed(1)} in commands sent, of which scripts ${(script / CHATS).toFixed(1)} (inner commands ${(innerUs / CHATS).toFixed(1)}, so Lua itself ${((script - innerUs) / CHATS).toFixed(1)}); per call: ${named.map(([c, n, us]) => `${c} ${(us / n).toFixed(2)}`).join(', ')}`);
   await pool.close();
   await gw.close();
 }
