@@ -3,7 +3,7 @@
 // and no hold, Idempotency-Key, concurrency, and the ledger invariant after every test.
 import { expect } from 'chai';
 import type { Gateway } from '../../engine/gateway.ts';
-import { call, newTenant, startTestGateway, waitForTask } from '../helpers/gateway.ts';
+import { call, newTenant, startTestGateway, waitForFinalized, waitForTask } from '../helpers/gateway.ts';
 import { checkedTenants } from '../helpers/tenants.ts';
 
 const IMAGES = '/vendors/provider_b/v1/tob/diffusion';
@@ -37,6 +37,7 @@ describe('task billing through the gateway', () => {
       expect((await wallet(t.id)).held).to.equal(hold);
       const done = await waitForTask(gw.url, `${path}/${created.body.task_info.id}`, key);
       expect(done.body.task_info.status).to.equal('completed');
+      await waitForFinalized(gw, created.body.task_info.id);
       const w = await wallet(t.id);
       expect(w.held).to.equal(0);
       expect(w.balance).to.equal(1_000_000 - settle);
@@ -164,6 +165,7 @@ describe('task billing through the gateway', () => {
     await Promise.all(ids.flatMap((id, i) => [gw.lifecycle.poll(id, 1000 + i), gw.lifecycle.poll(id, 2000 + i), gw.lifecycle.submit(id)]));
     const done = await Promise.all(ids.map((id) => waitForTask(gw.url, `${IMAGES}/${id}`, key)));
     await Promise.all(ids.flatMap((id, i) => [gw.lifecycle.poll(id, 3000 + i), gw.lifecycle.deadline(id)]));
+    await Promise.all(ids.map((id) => waitForFinalized(gw, id)));
     const entries = (await gw.billing.listLedger(t.id, { limit: 200 })).entries;
     for (const [i, id] of ids.entries()) {
       const mine = entries.filter((e) => e.ref === id).map((e) => e.kind).sort();

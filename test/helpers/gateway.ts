@@ -6,6 +6,7 @@ import { loadConfigText } from '../../engine/load-config.ts';
 import { startGateway, type Gateway, type GatewayOptions } from '../../engine/gateway.ts';
 import { createLogger } from '../../engine/log/logger.ts';
 import { descriptorNames } from '../../engine/descriptors/load-descriptors.ts';
+import { waitFor } from './wait.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const DEMO_KEY = 'gw_test_demo_key_for_tests_0000000000';
@@ -118,6 +119,15 @@ export async function waitForTask(base: string, path: string, key: string, want:
     if (Date.now() > deadline) throw new Error(`task ${path} still ${r.body.task_info.status} after ${timeoutMs} ms`);
     await new Promise((res) => setTimeout(res, 5));
   }
+}
+
+/**
+ * A task's side effects (settle or release, its task.succeeded/failed event) follow its terminal
+ * status, so a client can see `completed` a moment before its hold is settled: tests that read the
+ * wallet or the ledger after a task ends wait for this first.
+ */
+export function waitForFinalized(gw: Gateway, id: string, timeoutMs = 5000): Promise<true> {
+  return waitFor(async () => (await gw.tasks.get(id))?.finalized === true, timeoutMs, `task ${id} finalized`);
 }
 
 /** A tenant with a fresh key and `credits` (default 1,000,000) in its wallet, made through the services. */

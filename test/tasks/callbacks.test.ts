@@ -12,10 +12,10 @@ import { rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Gateway } from '../../engine/gateway.ts';
-import { call, newTenant, startTestGateway, waitForTask } from '../helpers/gateway.ts';
+import { call, newTenant, startTestGateway, waitForFinalized, waitForTask } from '../helpers/gateway.ts';
 import { checkedTenants } from '../helpers/tenants.ts';
 import { FakeUpstream, json } from '../helpers/upstream.ts';
-import { waitFor } from '../webhooks/support/harness.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { vendorsWithCallback } from './callback-vendor.ts';
 
 const D = '/vendors/provider_d/v1/model_d/generation';
@@ -79,7 +79,7 @@ describe(`push callbacks (${process.env.GATEWAY_TEST_STORE === 'redis' ? 'redis'
 
   const push = (path: string, body: unknown) => call(gw.url, 'POST', path, { body });
   const ledgerOf = async (tenantId: string, id: string) => (await gw.billing.listLedger(tenantId, { limit: 200 })).entries.filter((e) => e.ref === id).sort((a, b) => a.seq - b.seq).map((e) => e.kind);
-  const finalized = (id: string) => waitFor(async () => (await gw.tasks.get(id))?.finalized === true, 5000, 'the task finalized');
+  const finalized = (id: string) => waitForFinalized(gw, id);
   const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   it('sends <public_base_url>/callbacks/<task_id>/<token> in the submit body; the push completes the task at once, billed once', async () => {

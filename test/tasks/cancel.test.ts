@@ -13,10 +13,10 @@ import type { ServerResponse } from 'node:http';
 import type { Gateway } from '../../engine/gateway.ts';
 import { createLogger } from '../../engine/log/logger.ts';
 import { eventId } from '../../engine/tasks/ending.ts';
-import { call, newTenant, ROOT, startTestGateway, waitForTask } from '../helpers/gateway.ts';
+import { call, newTenant, ROOT, startTestGateway, waitForFinalized, waitForTask } from '../helpers/gateway.ts';
 import { checkedTenants } from '../helpers/tenants.ts';
 import { FakeUpstream, json } from '../helpers/upstream.ts';
-import { waitFor } from '../webhooks/support/harness.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { testPki } from '../webhooks/support/pki.ts';
 import { Receiver } from '../webhooks/support/receiver.ts';
 import { metricValue } from '../helpers/metrics.ts';
@@ -110,7 +110,7 @@ describe(`task cancellation (${process.env.GATEWAY_TEST_STORE === 'redis' ? 'red
   const cancel = (key: string, id: string, path = D) => call(gw.url, 'POST', `${path}/${id}/cancel`, { key });
   const upstreamCancels = (upstreamId: string) => up.seen.filter((s) => s.method === 'POST' && s.path === `/api/v1/tasks/${upstreamId}/cancel`);
   const ledgerOf = async (tenantId: string, id: string) => (await gw.billing.listLedger(tenantId, { limit: 200 })).entries.filter((e) => e.ref === id).sort((a, b) => a.seq - b.seq).map((e) => e.kind);
-  const finalized = (id: string) => waitFor(async () => (await gw.tasks.get(id))?.finalized === true, 5000, 'the task finalized');
+  const finalized = (id: string) => waitForFinalized(gw, id);
   const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   it('a processing task: 200 with the task failed (4009), hold released in full, the provider\'s cancel called once', async () => {

@@ -76,18 +76,7 @@ export async function expectLedgerBalanced(h: Harness, endpointId: string): Prom
   return s;
 }
 
-type Truthy<T> = Exclude<T, false | null | undefined | 0 | ''>;
-
-/** Poll `check` every 5 ms until it returns a truthy value; fail after `timeoutMs`. */
-export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 5000, what = 'condition'): Promise<Truthy<T>> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v) return v as Truthy<T>;
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+export { waitFor } from '../../helpers/wait.ts';
 
 /** A pool that answers without the network, for tests about bookkeeping rather than HTTP. */
 export function stubPool(answer: () => { ok: boolean; status_code: number | null; error: string | null } = () => ({ ok: true, status_code: 200, error: null })): SendPool & { calls: number } {
