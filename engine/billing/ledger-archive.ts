@@ -17,7 +17,6 @@
 // no more: a shorter segment leaves the rest of ours for the next claim and the next key; a longer
 // one was another's claim. Nothing is lost, and no line is in two segments. Readers also take
 // each seq once.
-import { createHash } from 'node:crypto';
 import { text } from 'node:stream/consumers';
 import type { Logger } from 'pino';
 import { recurring, type JobScheduler } from '../jobs/scheduler.ts';
@@ -220,7 +219,9 @@ export class LedgerArchive {
     this.segments.delete(key);
     this.index.delete(key.split('/')[1]!);
     if (stored) {
-      if (sha256(back) !== sha256(body)) throw new Error(`ledger segment ${key} reads back different from what was written`);
+      // A plain comparison: both texts are in memory, and two SHA-256 digests of a 5,000-line
+      // segment were ~4% of a sync chat's CPU on the memory store, which archives as it goes.
+      if (back !== body) throw new Error(`ledger segment ${key} reads back different from what was written`);
       return entries;
     }
     const there = parseSegment(back);
@@ -238,10 +239,6 @@ export function segmentKey(tenantId: string, first: Pick<LedgerEntry, 'at' | 'se
 
 export function parseSegment(body: string): LedgerEntry[] {
   return body.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as LedgerEntry);
-}
-
-function sha256(body: string): string {
-  return createHash('sha256').update(body).digest('hex');
 }
 
 /** A line's every field in a fixed order: two segments' copies of a line compare equal whatever their key order. */
