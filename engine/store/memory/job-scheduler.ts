@@ -1,15 +1,16 @@
 // The job scheduler of the embedded (memory) mode: in-process timers (the port:
 // engine/jobs/scheduler.ts).
 //
-// One timer for all jobs, armed at the earliest due time of a queue ordered by due time (a binary
-// heap), rather than a Node timer per job: a create's poll waits seconds, so under load thousands
-// of jobs wait at once, and each one's Timeout, closure and entry were copied by every scavenge
-// until promoted. When the timer fires it starts at most RUN_BATCH due jobs, and the rest after
+// One timer for all jobs, armed at the earliest due time of a queue ordered by due time
+// (tinyqueue's binary heap), rather than a Node timer per job: a create's poll waits seconds, so
+// under load thousands of jobs wait at once, and each one's Timeout, closure and entry were
+// copied by every scavenge until promoted. When the timer fires it starts at most RUN_BATCH due jobs, and the rest after
 // the loop has served its I/O (setImmediate), so jobs that fall due together (polls scheduled in
 // one burst after a stall fall due in one burst three seconds later) are spread over turns instead
 // of running in one turn that every request in flight waits behind (docs/performance.md,
 // "Event-loop turns during creates").
 import { performance } from 'node:perf_hooks';
+import TinyQueue from 'tinyqueue';
 import type { JobErrorReporter, JobHandler, JobScheduler, QueueStats } from '../../jobs/scheduler.ts';
 import { within } from '../../util/within.ts';
 
@@ -26,14 +27,14 @@ interface Job {
   seq: number;
 }
 
-const before = (a: Job, b: Job) => a.dueAt < b.dueAt || (a.dueAt === b.dueAt && a.seq < b.seq);
+const byDueTime = (a: Job, b: Job) => a.dueAt - b.dueAt || a.seq - b.seq;
 
 /** In-process scheduler for the embedded (memory) mode. Jobs die with the process. */
 export class MemoryJobScheduler implements JobScheduler {
   private readonly handlers = new Map<string, JobHandler>();
   private readonly pending = new Map<string, Job>();
-  /** The pending jobs as a binary min-heap on (dueAt, seq). */
-  private readonly heap: Job[] = [];
+  /** The pending jobs, earliest (dueAt, seq) first. */
+  private heap = new TinyQueue<Job>([], byDueTime);
   private seq = 0;
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
@@ -57,13 +58,13 @@ export class MemoryJobScheduler implements JobScheduler {
     if (this.pending.has(key)) return;
     const job: Job = { key, queue, jobId, payload, dueAt: performance.now() + Math.max(0, delayMs), seq: this.seq++ };
     this.pending.set(key, job);
-    this.push(job);
+    this.heap.push(job);
     this.arm();
   }
 
   /** The timer at the earliest due time, unless it is set for then already or a batch is queued. */
   private arm(): void {
-    const first = this.heap[0];
+    const first = this.heap.peek();
     if (!first || this.continuing || this.closed || (this.timer && this.timerAt <= first.dueAt)) return;
     if (this.timer) clearTimeout(this.timer);
     this.timerAt = first.dueAt;
@@ -78,8 +79,8 @@ export class MemoryJobScheduler implements JobScheduler {
     this.timerAt = Infinity;
     this.continuing = false;
     const now = performance.now();
-    for (let n = 0; n < RUN_BATCH && this.heap.length && this.heap[0]!.dueAt <= now; n++) this.start(this.pop());
-    if (!this.closed && this.heap.length && this.heap[0]!.dueAt <= now) {
+    for (let n = 0; n < RUN_BATCH && this.heap.length && this.heap.peek()!.dueAt <= now; n++) this.start(this.heap.pop()!);
+    if (!this.closed && this.heap.length && this.heap.peek()!.dueAt <= now) {
       this.continuing = true;
       setImmediate(this.run);
     } else this.arm();
@@ -93,37 +94,6 @@ export class MemoryJobScheduler implements JobScheduler {
       .catch((err) => this.onError(job.queue, job.jobId, err))
       .finally(() => this.running.delete(run));
     this.running.add(run);
-  }
-
-  private push(job: Job): void {
-    const h = this.heap;
-    let i = h.push(job) - 1;
-    while (i > 0) {
-      const up = (i - 1) >> 1;
-      if (!before(job, h[up]!)) break;
-      h[i] = h[up]!;
-      i = up;
-    }
-    h[i] = job;
-  }
-
-  private pop(): Job {
-    const h = this.heap;
-    const top = h[0]!;
-    const last = h.pop()!;
-    if (h.length) {
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        if (l >= h.length) break;
-        const c = l + 1 < h.length && before(h[l + 1]!, h[l]!) ? l + 1 : l;
-        if (!before(h[c]!, last)) break;
-        h[i] = h[c]!;
-        i = c;
-      }
-      h[i] = last;
-    }
-    return top;
   }
 
   /**
@@ -155,7 +125,7 @@ export class MemoryJobScheduler implements JobScheduler {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.pending.clear();
-    this.heap.length = 0;
+    this.heap = new TinyQueue<Job>([], byDueTime);
     await within(Promise.allSettled([...this.running]), graceMs);
   }
 }
