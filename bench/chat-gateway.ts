@@ -22,12 +22,14 @@ upstreams: { provider_c: { base_url: "${process.env.UPSTREAM_URL}", credentials:
 `, ROOT, { env: {} });
 // Diagnostic runs only: the proxy path without billing, limits and the access log, to show
 // where the full path's CPU goes. `core` is switched back before the next full-path run.
-let core = false;
+// BENCH_CORE=1 starts the gateway switched off so (bench/compare.ts chat <tree> <tree>+BENCH_CORE=1).
+let core = process.env.BENCH_CORE === '1';
 const chatPorts = (real: ChatPorts): ChatPorts => ({
   limits: { checkRequest: (who) => (core ? Promise.resolve() : real.limits.checkRequest(who)), checkSpend: (t) => (core ? Promise.resolve() : real.limits.checkSpend(t)) },
   billing: { reserve: (t, r, milli, n) => (core ? Promise.resolve(milli) : real.billing.reserve(t, r, milli, n)), close: (...a) => (core ? Promise.resolve() : real.billing.close(...a)) },
 });
 const gw = await startGateway(config, { chatPorts });
+if (core) gw.accessLog.level = 'silent';
 const tenant = await gw.tenants.createTenant({ name: 'bench' });
 const { key } = await gw.tenants.issueKey(tenant.id, {});
 await gw.billing.topUp(tenant.id, 1_000_000_000_000, 'bench-topup');
