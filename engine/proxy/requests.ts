@@ -219,7 +219,7 @@ export class ProxyCall {
     this.holdRef = undefined;
     const tenantId = this.auth!.tenantId;
     if (!this.usage) return this.service.billing.close(tenantId, ref, undefined, `${this.model}: nothing served`);
-    const { milli, note } = usageCharge(this.route, this.price!, this.model, this.usage, this.completionId, this.trace.traceparent);
+    const { milli, note } = usageCharge(this.route, this.price!, this.model, this.usage, this.completionId);
     this.charged = milli;
     return this.service.billing.close(tenantId, ref, milli, note);
   }

@@ -49,8 +49,6 @@ function textChars(v: unknown): number {
 }
 
 export interface UsageCharge {
-  /** Once per completion: the route and the request's trace and span ids. */
-  ref: string;
   milli: Milli;
   note: string;
 }
@@ -60,10 +58,9 @@ export function chargeRef(route: ProxyRoutePlan, traceparent: string): string {
   return `${route.key}:${traceparent.slice(3, 52)}`;
 }
 
-/** The charge of one completion, settled against its hold (ProxyBilling.close takes it). */
-export function usageCharge(route: ProxyRoutePlan, price: ModelPrice, model: string | undefined, u: TokenUsage, completionId: string | undefined, traceparent: string): UsageCharge {
+/** The charge of one completion, settled against its hold (ProxyBilling.close takes it, with the hold's ref). */
+export function usageCharge(route: ProxyRoutePlan, price: ModelPrice, model: string | undefined, u: TokenUsage, completionId: string | undefined): UsageCharge {
   return {
-    ref: chargeRef(route, traceparent),
     milli: route.pricer!.cost(price, u),
     note: `${model} ${u.input} in (${u.cachedInput} cached) ${u.output} out${u.estimated ? ' (estimated)' : ''}${completionId ? ` ${completionId}` : ''}`,
   };
