@@ -22,14 +22,20 @@ upstreams: { provider_c: { base_url: "${process.env.UPSTREAM_URL}", credentials:
 `, ROOT, { env: {} });
 // Diagnostic runs only: the proxy path without billing, limits and the access log, to show
 // where the full path's CPU goes. `core` is switched back before the next full-path run.
-// BENCH_CORE=1 starts the gateway switched off so (bench/compare.ts chat <tree> <tree>+BENCH_CORE=1).
+// BENCH_CORE=1 starts the gateway switched off so; BENCH_OFF=billing,limits,log switches the
+// steps named off for the whole run, to weigh one at a time:
+//   bench/compare.ts chat <tree> <tree>+BENCH_OFF=billing <tree>+BENCH_CORE=1
 let core = process.env.BENCH_CORE === '1';
+const off = new Set(process.env.BENCH_OFF?.split(','));
+const limitsOff = () => core || off.has('limits');
+const billingOff = () => core || off.has('billing');
 const chatPorts = (real: ChatPorts): ChatPorts => ({
-  limits: { checkRequest: (who) => (core ? Promise.resolve() : real.limits.checkRequest(who)), checkSpend: (t) => (core ? Promise.resolve() : real.limits.checkSpend(t)) },
-  billing: { reserve: (t, r, milli, n) => (core ? Promise.resolve(milli) : real.billing.reserve(t, r, milli, n)), close: (...a) => (core ? Promise.resolve() : real.billing.close(...a)) },
+  limits: { checkRequest: (who) => (limitsOff() ? Promise.resolve() : real.limits.checkRequest(who)), checkSpend: (t) => (limitsOff() ? Promise.resolve() : real.limits.checkSpend(t)) },
+  billing: { reserve: (t, r, milli, n) => (billingOff() ? Promise.resolve(milli) : real.billing.reserve(t, r, milli, n)), close: (...a) => (billingOff() ? Promise.resolve() : real.billing.close(...a)) },
 });
 const gw = await startGateway(config, { chatPorts });
-if (core) gw.accessLog.level = 'silent';
+const logLevel = () => (core || off.has('log') ? 'silent' : 'info');
+gw.accessLog.level = logLevel();
 const tenant = await gw.tenants.createTenant({ name: 'bench' });
 const { key } = await gw.tenants.issueKey(tenant.id, {});
 await gw.billing.topUp(tenant.id, 1_000_000_000_000, 'bench-topup');
@@ -41,7 +47,7 @@ process.on('message', (m: { cpu?: boolean; core?: boolean }) => {
   if (m.cpu) process.send!({ cpu: process.cpuUsage() });
   if (m.core !== undefined) {
     core = m.core;
-    gw.accessLog.level = m.core ? 'silent' : 'info';
+    gw.accessLog.level = logLevel();
     process.send!({ ok: true });
   }
 });
