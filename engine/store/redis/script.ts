@@ -12,6 +12,12 @@ import type { RedisClient } from './keys.ts';
 
 export type LuaArg = string | number;
 
+/** EVALSHA / EVAL with the keys and the arguments as lists (ioredis flattens them into the command). */
+interface ListArgs {
+  evalsha(sha: string, numKeys: number, keys: readonly string[], args: readonly LuaArg[]): Promise<unknown>;
+  eval(script: string, numKeys: number, keys: readonly string[], args: readonly LuaArg[]): Promise<unknown>;
+}
+
 export class LuaScript {
   readonly lua: string;
   readonly sha: string;
@@ -22,11 +28,15 @@ export class LuaScript {
   }
 
   async run(client: RedisClient, keys: readonly string[], args: readonly LuaArg[]): Promise<unknown> {
+    // Keys and arguments as two lists: ioredis flattens a command's arguments once in any case
+    // (Command's args.flat()), so a long ARGV (a chat group's admission: hundreds) is not also
+    // spread into the call's rest parameters.
+    const send = client as unknown as ListArgs;
     try {
-      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
+      return await send.evalsha(this.sha, keys.length, keys, args);
     } catch (err) {
       if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      return client.eval(this.lua, keys.length, ...keys, ...args);
+      return send.eval(this.lua, keys.length, keys, args);
     }
   }
 }

@@ -20,13 +20,21 @@ const BATCH_LIB = WALLET_LIB + `
 local function answer(out, status, item, w)
   for _, v in ipairs({ status, item, num(w.b), num(w.h), num(w.seq) }) do out[#out + 1] = v end
 end
+-- The answer of a group: one text, its values one a line (th, as, la, then the calls'), not an
+-- array of them: ioredis decodes each value of an array reply on its own (about 0.2 µs each in
+-- the gateway, some 20 a chat), one bulk string at once, and the gateway splits it. No value
+-- holds a line break: numbers, statuses and hold records (whose time is the gateway's ISO time).
+local function reply(w, out)
+  return w.th .. '\\n' .. w.as .. '\\n' .. w.la .. '\\n' .. table.concat(out, '\\n')
+end
 `;
 
 // KEYS: wallet, ledger, holds (closed ones), old spend (./limits.ts). ARGV: the calls, each a
 // kind and its arguments: r (a rate count): field, window n, '1' or '-1'; s (a day's spend):
 // day; h (a hold): ref, amount, note, at, entry id, up to ('1': hold min(amount, available),
 // refused only when nothing is available). A new hold's record is the wallet's field o:<ref>
-// until it closes. Returns { th, as, la, { per call: r: count; s: spent; h: status, item, b, h, seq } }.
+// until it closes. Returns th, as, la, then per call r: count; s: spent; h: status, item, b, h, seq
+// (lines of one text: reply above).
 const ADMIT = lua(BATCH_LIB + RATE_LIB + `
 local calls, fields = {}, {}
 local i, holds = 1, 0
@@ -109,14 +117,14 @@ if #lines > 0 then
 elseif #sets > 0 then
   redis.call('HSET', KEYS[1], unpack(sets))
 end
-return { w.th, w.as, w.la, out }
+return reply(w, out)
 `);
 
 // KEYS: wallet, ledger, holds, open, closed, old spend. ARGV: now ms, closed-hold ttl ms, the
 // oldest spend day kept, then per close: ref, actual ('' = release everything), note, at, id1,
 // id2, spend day ('' = none: a settlement whose spend is recorded here, in the same step, names
 // the UTC day it counts on; the day's total is the wallet's field s:<day>).
-// Returns { th, as, la, { status, item, b, h, seq per close } }.
+// Returns th, as, la, then status, item, b, h, seq per close (lines of one text: reply above).
 const CLOSE = lua(BATCH_LIB + SPEND_LIB + `
 local n = (#ARGV - 3) / 7
 local refs, fields = {}, {}
@@ -217,7 +225,7 @@ if #lines > 0 then
 end
 if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
 if #lines > 0 or shelved then wsave(KEYS[1], w, wsets) end
-return { w.th, w.as, w.la, out }
+return reply(w, out)
 `);
 
 /** One call's outcome: its status, the hold record ('' when none), the wallet after it (b, h, th, as, la, seq). */
@@ -260,14 +268,18 @@ export class WalletBatches {
     const k = (tenantId: string, ...names: string[]) => names.map((n) => keys.tenant(tenantId) + n);
     this.admits = new KeyedBatches(async (tenantId, calls) => {
       const args: string[] = [];
-      for (const c of calls) args.push(c.kind, ...c.args);
-      const [th, as, la, out] = (await ADMIT.run(client, k(tenantId, 'wallet', 'ledger', 'holds', 'spend'), args)) as [string, string, string, (string | number)[]];
-      const all: (number | string | WalletStep)[] = [];
-      let i = 0;
       for (const c of calls) {
-        if (c.kind !== 'h') all.push(out[i++]!);
+        args.push(c.kind);
+        for (const a of c.args) args.push(a);
+      }
+      const out = ((await ADMIT.run(client, k(tenantId, 'wallet', 'ledger', 'holds', 'spend'), args)) as string).split('\n');
+      const all: (number | string | WalletStep)[] = [];
+      let i = 3;
+      for (const c of calls) {
+        if (c.kind === 'r') all.push(Number(out[i++]));
+        else if (c.kind === 's') all.push(out[i++]!);
         else {
-          all.push(step(out, i, th, as, la));
+          all.push(step(out, i));
           i += 5;
         }
       }
@@ -277,8 +289,10 @@ export class WalletBatches {
       const [now, ttl] = calls[0]!.forget;
       const today = new Date(Number(now)).toISOString().slice(0, 10);
       const keys = k(tenantId, 'wallet', 'ledger', 'holds', 'open', 'closed', 'spend');
-      const [th, as, la, out] = (await CLOSE.run(client, keys, [now, ttl, cutoff(today), ...calls.flatMap((c) => c.args)])) as [string, string, string, string[]];
-      return calls.map((_, j) => step(out, j * 5, th, as, la));
+      const args = [now, ttl, cutoff(today)];
+      for (const c of calls) for (const a of c.args) args.push(a);
+      const out = ((await CLOSE.run(client, keys, args)) as string).split('\n');
+      return calls.map((_, j) => step(out, 3 + j * 5));
     });
   }
 
@@ -302,6 +316,7 @@ export class WalletBatches {
   }
 }
 
-function step(out: (string | number)[], i: number, th: string, as: string, la: string): WalletStep {
-  return { status: String(out[i]), item: String(out[i + 1]), wallet: [String(out[i + 2]), String(out[i + 3]), th, as, la, String(out[i + 4])] };
+/** The call whose values start at line i of a group's answer (lines 0-2: the wallet's th, as, la). */
+function step(out: string[], i: number): WalletStep {
+  return { status: out[i]!, item: out[i + 1]!, wallet: [out[i + 2]!, out[i + 3]!, out[0]!, out[1]!, out[2]!, out[i + 4]!] };
 }
