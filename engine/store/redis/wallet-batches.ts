@@ -29,31 +29,35 @@ local function reply(w, out)
 end
 `;
 
-// KEYS: wallet, ledger, holds (closed ones), old spend (./limits.ts). ARGV: the calls, each a
-// kind and its arguments: r (a rate count): field, window n, '1' or '-1'; s (a day's spend):
-// day; h (a hold): ref, amount, note, at, entry id, up to ('1': hold min(amount, available),
-// refused only when nothing is available). A new hold's record is the wallet's field o:<ref>
-// until it closes. Returns th, as, la, then per call r: count; s: spent; h: status, item, b, h, seq
-// (lines of one text: reply above).
+// KEYS: wallet, ledger, holds (closed ones), old spend (./limits.ts). ARGV, in three sections
+// (each kind touches fields of its own, so a kind's calls keep their order and nothing else
+// depends on it): the number of rate counts, then per count its field and window n (negative:
+// give one back); the number of spend reads, then per read its day; then per hold: ref, amount,
+// note, at, entry id, up to ('1': hold min(amount, available), refused only when nothing is
+// available). Sections rather than a kind tag per call and a delta per count: a chat's nine
+// counts are 18 arguments instead of 36, each of them encoded one by one by ioredis. A new hold's
+// record is the wallet's field o:<ref> until it closes. Returns th, as, la, then the counts, the
+// spends, and per hold status, item, b, h, seq (lines of one text: reply above).
 const ADMIT = lua(BATCH_LIB + RATE_LIB + `
 local calls, fields = {}, {}
-local i, holds = 1, 0
-while i <= #ARGV do
-  local c = { k = ARGV[i], a = i }
-  if c.k == 'r' then
-    c.f = 'r:' .. ARGV[i + 1]
-    i = i + 4
-  elseif c.k == 's' then
-    c.f = 's:' .. ARGV[i + 1]
-    i = i + 2
-  else
-    c.f = 'o:' .. ARGV[i + 1]
-    holds = holds + 1
-    i = i + 7
-  end
-  calls[#calls + 1] = c
-  fields[#fields + 1] = c.f
+local i, holds = 2, 0
+for _ = 1, tonumber(ARGV[1]) do
+  calls[#calls + 1] = { k = 'r', a = i, f = 'r:' .. ARGV[i] }
+  i = i + 2
 end
+local spends = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, spends do
+  calls[#calls + 1] = { k = 's', f = 's:' .. ARGV[i] }
+  i = i + 1
+end
+while i <= #ARGV do
+  -- a: the slot before the hold's arguments (ARGV[a + 1] is its ref)
+  calls[#calls + 1] = { k = 'h', a = i - 1, f = 'o:' .. ARGV[i] }
+  holds = holds + 1
+  i = i + 6
+end
+for _, c in ipairs(calls) do fields[#fields + 1] = c.f end
 fields[#fields + 1] = 'sd'
 local w, v = wget(KEYS[1], fields)
 -- The fields as the calls see them: each sees the writes of the calls before it.
@@ -80,7 +84,9 @@ local out, lines = {}, {}
 for _, c in ipairs(calls) do
   local a = c.a
   if c.k == 'r' then
-    out[#out + 1] = rate_step(cur, c.f, tonumber(ARGV[a + 2]), ARGV[a + 3])
+    local n, delta = tonumber(ARGV[a + 1]), '1'
+    if n < 0 then n, delta = -n, '-1' end
+    out[#out + 1] = rate_step(cur, c.f, n, delta)
     dirty[c.f] = true
   elseif c.k == 's' then
     out[#out + 1] = cur[c.f] or old[c.f] or '0'
@@ -241,7 +247,7 @@ export type HoldArgs = [string, string, string, string, string, string];
 export type CloseArgs = [string, string, string, string, string, string, string];
 
 /** One admission step: a rate count, a day's spend read, or a hold. */
-type AdmitCall = { kind: 'r'; args: [string, string, string] } | { kind: 's'; args: [string] } | { kind: 'h'; args: HoldArgs };
+type AdmitCall = { kind: 'r'; field: string; n: string } | { kind: 's'; day: string } | { kind: 'h'; args: HoldArgs };
 /** A close with the closed-hold retention of the wallet adapter that asked (now ms, ttl ms). */
 interface CloseCall {
   args: CloseArgs;
@@ -267,20 +273,27 @@ export class WalletBatches {
   private constructor(client: RedisClient, keys: Keys) {
     const k = (tenantId: string, ...names: string[]) => names.map((n) => keys.tenant(tenantId) + n);
     this.admits = new KeyedBatches(async (tenantId, calls) => {
-      const args: string[] = [];
+      // ADMIT's three sections: the rate counts, the spend reads, the holds; its answer likewise.
+      const rates: string[] = [];
+      const days: string[] = [];
+      const holds: string[] = [];
       for (const c of calls) {
-        args.push(c.kind);
-        for (const a of c.args) args.push(a);
+        if (c.kind === 'r') rates.push(c.field, c.n);
+        else if (c.kind === 's') days.push(c.day);
+        else for (const a of c.args) holds.push(a);
       }
+      const args = [String(rates.length / 2)].concat(rates, String(days.length), days, holds);
       const out = ((await ADMIT.run(client, k(tenantId, 'wallet', 'ledger', 'holds', 'spend'), args)) as string).split('\n');
       const all: (number | string | WalletStep)[] = [];
-      let i = 3;
+      let r = 3;
+      let s = r + rates.length / 2;
+      let h = s + days.length;
       for (const c of calls) {
-        if (c.kind === 'r') all.push(Number(out[i++]));
-        else if (c.kind === 's') all.push(out[i++]!);
+        if (c.kind === 'r') all.push(Number(out[r++]));
+        else if (c.kind === 's') all.push(out[s++]!);
         else {
-          all.push(step(out, i));
-          i += 5;
+          all.push(step(out, h));
+          h += 5;
         }
       }
       return all;
@@ -298,12 +311,12 @@ export class WalletBatches {
 
   /** Count (1) or give back (-1) one request in window `n` of the tenant's counter `field`: the count after it. */
   rate(tenantId: string, field: string, n: number, delta: 1 | -1): Promise<number> {
-    return this.admits.call(tenantId, { kind: 'r', args: [field, String(n), String(delta)] }) as Promise<number>;
+    return this.admits.call(tenantId, { kind: 'r', field, n: String(delta * n) }) as Promise<number>;
   }
 
   /** The tenant's spend of `day` (milli). */
   async spent(tenantId: string, day: string): Promise<number> {
-    return Number(await this.admits.call(tenantId, { kind: 's', args: [day] }));
+    return Number(await this.admits.call(tenantId, { kind: 's', day }));
   }
 
   hold(tenantId: string, args: HoldArgs): Promise<WalletStep> {
