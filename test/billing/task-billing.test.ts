@@ -171,11 +171,16 @@ describe('task billing through the gateway', () => {
       const mine = entries.filter((e) => e.ref === id).map((e) => e.kind).sort();
       expect(mine, id).to.deep.equal(done[i]!.body.task_info.status === 'completed' ? ['hold', 'settle'] : ['hold', 'release']);
     }
-    const failed = done.filter((d) => d.body.task_info.status === 'failed').length;
-    expect(failed).to.equal(14);
+    // The 14 `[sandbox:fail]` tasks fail; the others complete, unless a loaded machine holds one past
+    // its 600 ms safety net (max_execution_ms at this timing scale), which fails it with 4008:
+    // released, never billed, so the balance follows the outcomes the client saw.
+    const failed = done.map((d, i) => ({ status: d.body.task_info.status, code: d.body.task_info.error?.code, willFail: prompts[i]!.includes('[sandbox:fail]') }));
+    expect(failed.filter((f) => f.willFail && f.status === 'failed')).to.have.length(14);
+    const cut = failed.filter((f) => !f.willFail && f.status === 'failed');
+    expect(cut.filter((f) => f.code !== 4008), 'only the safety net fails a task that would succeed').to.deep.equal([]);
     const w = await wallet(t.id);
     expect(w.held).to.equal(0);
-    expect(w.balance).to.equal(100_000_000 - (40 - 14) * 34_000);
+    expect(w.balance).to.equal(100_000_000 - (40 - 14 - cut.length) * 34_000);
     expect(await gw.limits.activeTasks(t.id)).to.equal(0);
   });
 });
