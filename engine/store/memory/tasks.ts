@@ -3,8 +3,9 @@
 // itself instead of a deep copy (copies were ~8% of a create's CPU), and cannot change it.
 // Finished tasks (terminal and finalized) are forgotten `finishedTtlMs` after they finished,
 // like the Redis adapter's TTL, or, oldest finished first, once more than `maxFinished` are held
-// (each costs about 0.7 KB of heap; docs/performance.md): a queue in finishing order, trimmed
-// as tasks are created and finish. Unsettled tasks are never dropped.
+// (docs/performance.md): a queue in finishing order, trimmed as tasks are created and finish.
+// Unsettled tasks are never dropped. A finished task is kept slim (finishedRecord): up to
+// 50,000 of them are held, and what only a running task reads is most of a record.
 import { TaskExistsError, type TaskStore, type TenantTaskBatch, type TenantTaskStep } from '../../tasks/store.ts';
 import { type TaskRecord } from '../../tasks/task.ts';
 import { TERMINAL, type TaskStatus } from '../../vocabulary/task-status.ts';
@@ -58,12 +59,13 @@ export class MemoryTaskStore implements TaskStore {
   private apply(id: string, from: readonly TaskStatus[], patch: Partial<TaskRecord>): TaskRecord | undefined {
     const t = this.tasks.get(id);
     if (!t || !from.includes(t.status)) return undefined;
-    const next = Object.freeze({ ...t, ...frozenCopy(patch) });
-    this.tasks.set(id, next);
+    let next: Readonly<TaskRecord> = Object.freeze({ ...t, ...frozenCopy(patch) });
     if (next.finalized === true && this.unsettled.delete(id) && TERMINAL.has(next.status)) {
+      next = finishedRecord(next);
       this.finished.add(id);
       this.finished.expire((old) => this.forget(old));
     }
+    this.tasks.set(id, next);
     return next;
   }
 
@@ -118,6 +120,23 @@ export class MemoryTaskStore implements TaskStore {
     ids?.delete(id);
     if (ids?.size === 0) this.byTenant.delete(t.tenant_id);
   }
+}
+
+/** What a finished task's record reads as in place of its request (see finishedRecord). */
+const NO_REQUEST: Record<string, unknown> = Object.freeze({});
+
+/**
+ * A finished (terminal, finalized) task as it is kept: without what only a running task reads:
+ * its request (the submit body, pricing and the result mapping read it before the task ends;
+ * it reads as {} after), its traceparent (its calls and events are over), and the submission's
+ * and polls' bookkeeping. Its reads (GET, the console, an Idempotency-Key replay, a late push)
+ * use none of them. About 40% of a retained record (docs/performance.md, "Peak RSS, 10:00"):
+ * the store keeps up to store.memory_finished_tasks (50,000) of them. A reader holding the
+ * record from before (a poll that raced the end) keeps its own frozen snapshot, whole.
+ */
+function finishedRecord(t: Readonly<TaskRecord>): Readonly<TaskRecord> {
+  const { request: _request, traceparent: _traceparent, submit_sent_at: _sent, checked_at: _checked, poll_n: _pollN, upstream_urls: _urls, upstream_member: _member, result_copy_error: _copyError, ...kept } = t;
+  return Object.freeze({ ...kept, request: NO_REQUEST });
 }
 
 /** Patches are mostly flat (status, times, counters); only nested values need a private, frozen copy. */
