@@ -1,6 +1,6 @@
 // In-memory WalletStore. Each method does all its reads and writes synchronously, before its
 // first (and only) await point — the returned promise — so every method is atomic in one process.
-// Callers get copies, never the live records.
+// Callers get copies, never the live records (but claimArchive's read-only lines).
 // History is bounded, in plain Maps: ledger lines leave only through the archive
 // (engine/billing/ledger-archive.ts writes them to NDJSON segments, then trimArchived folds them
 // into the wallet's opening state, so balance and held stay exact: they are running sums); the
@@ -187,13 +187,18 @@ export class MemoryWalletStore implements WalletStore {
     if (s.lease && s.lease.owner !== c.owner && s.lease.until > c.now) return { status: 'busy', archivedThrough, entries: [] };
     const keep = c.keep ?? this.ledgerEntries;
     const kept = s.entries.length - s.head;
+    // The kept lines themselves, not copies (the one exception to "callers get copies"): the
+    // archive only reads them, and entries are never changed once written; a segment is 5,000 of
+    // them, a chat's three lines on the memory store.
     const out: LedgerEntry[] = [];
+    let day = '';
     for (let i = s.head; i < s.entries.length && out.length < c.max; i++) {
       const e = s.entries[i]!;
       const forced = keep > 0 && kept - out.length > keep;
       if (!forced && e.at >= c.before) break;
-      if (out.length && e.at.slice(0, 10) !== out[0]!.at.slice(0, 10)) break;
-      out.push({ ...e });
+      if (!out.length) day = e.at.slice(0, 10);
+      else if (!e.at.startsWith(day)) break;
+      out.push(e);
     }
     if (!out.length) return { status: 'none', archivedThrough, entries: [] };
     s.lease = { owner: c.owner, until: c.now + c.leaseMs };
