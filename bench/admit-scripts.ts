@@ -35,7 +35,8 @@ async function chat(b: WalletBatches, limits: boolean): Promise<void> {
   const steps: Promise<unknown>[] = [];
   if (limits) {
     const now = Date.now();
-    for (const name of ['key', 'tenant', 'model']) for (const w of [1000, 60_000, 86_400_000]) steps.push(b.rate('t1', `${name}${w}:id_${name}`, Math.floor(now / w), 1));
+    const counts = ['key', 'tenant', 'model'].flatMap((name) => [1000, 60_000, 86_400_000].map((w) => ({ name: `${name}${w}`, windowMs: w, id: `id_${name}`, n: Math.floor(now / w) })));
+    steps.push(b.rate('t1', counts, 1));
     steps.push(b.spent('t1', day));
   }
   steps.push(b.hold('t1', [ref, '1500', 'chat', at, `led_h${seq}`, '0']));

@@ -48,7 +48,7 @@ function memoryStores(config: GatewayConfig, finishedTtlMs: number, onJobError: 
     sessions: new MemorySessionStore(),
     wallets: new MemoryWalletStore({ ledgerEntries: config.store.memory_ledger_entries, closedHoldTtlMs: Math.round(config.store.hold_retention_hours * 3_600_000) }),
     limits: new MemoryLimitsStore({ finalRefs: config.store.memory_ledger_entries }),
-    rateCounters: memoryRateCounters,
+    rateCounters: memoryRateCounters(),
     idempotency: new MemoryIdempotencyStore(),
     webhooks: new MemoryWebhookStore(),
     breakers: new MemoryBreakerStore(),

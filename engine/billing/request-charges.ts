@@ -32,37 +32,39 @@ export class RequestCharges implements ProxyBilling {
     });
   }
 
-  async reserve(tenantId: string, ref: string, milli: Milli, note: string): Promise<Milli> {
-    try {
-      return await this.billing.holdUpTo(tenantId, ref, milli, note);
-    } catch (err) {
+  // Neither reserve nor close is an async function: every priced request makes one of each, and
+  // each layer of promises on its path costs (docs/performance.md).
+  reserve(tenantId: string, ref: string, milli: Milli, note: string): Promise<Milli> {
+    return this.billing.holdUpTo(tenantId, ref, milli, note).then(undefined, (err: unknown) => {
       if (err instanceof GatewayError && err.errorName !== 'dependencyUnavailable') throw err; // a refusal (1003)
       chargeWriteFailures.inc({ step: 'hold' });
       // Written or not, the request is refused: a hold the store did take is released later.
       this.pending.add(ref, () => this.billing.releaseHold(tenantId, ref, 'refused: the hold could not be confirmed'));
       throw err instanceof GatewayError ? err : dependencyUnavailable('store', err);
-    }
+    });
   }
 
-  async close(tenantId: string, ref: string, milli: Milli | undefined, note: string): Promise<void> {
-    const step = milli === undefined ? 'release' : 'settle';
-    const write = () => (milli === undefined ? this.billing.releaseHold(tenantId, ref, note) : this.billing.settleUsage(tenantId, ref, milli, note));
-    try {
-      await write();
-    } catch (err) {
+  close(tenantId: string, ref: string, milli: Milli | undefined, note: string): Promise<void> {
+    return this.write(tenantId, ref, milli, note).then(undefined, (err: unknown) => {
+      const step = milli === undefined ? 'release' : 'settle';
       chargeWriteFailures.inc({ step });
       // Once a second at most per kind, with a count (engine/log/throttle.ts): under a store
       // fault every chat's write fails alike; gateway_charge_write_failures_total counts each.
       throttled(this.logger).error({ err, tenant_id: tenantId, ref, milli, note }, `request ${step} refused by the store; retried until it is written`);
       this.pending.add(ref, async () => {
         try {
-          await write();
+          await this.write(tenantId, ref, milli, note);
         } catch (again) {
           chargeWriteFailures.inc({ step });
           throw again;
         }
       });
-    }
+    });
+  }
+
+  /** The settlement (`milli`: the usage) or the release (undefined) of a request's hold. */
+  private write(tenantId: string, ref: string, milli: Milli | undefined, note: string): Promise<void> {
+    return milli === undefined ? this.billing.releaseHold(tenantId, ref, note) : this.billing.settleUsage(tenantId, ref, milli, note);
   }
 
   /** A last try at the charges still waiting (at shutdown), within `timeoutMs`. */

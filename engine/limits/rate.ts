@@ -9,14 +9,16 @@
 // (key, model, tenant). A refused request is given back to every counter it touched, so refused
 // requests never count: a client hammering one key cannot use up its tenant's or model's budget.
 //
-// Counters are a port (WindowCounters in ./store.ts), built by the store: in memory they answer
-// synchronously (no promise per counter on the hot path, see engine/store/memory/rate-counters.ts);
-// on Redis a request's counters are one script on its tenant's hash of counters
-// (engine/store/redis/rate.ts).
+// Counters are a port (RateCounters in ./store.ts), built by the store: a request's counters are
+// ONE call to it, all of them or none. In memory it answers synchronously (no promise on the hot
+// path, see engine/store/memory/rate-counters.ts); on Redis it is one promise, answered by the
+// tenant's admission script with the rest of the request's admission (engine/store/redis/rate.ts):
+// a promise per counter and a Promise.allSettled over them were, with their group entries, some
+// of the Redis-mode chat's extra CPU (docs/performance.md).
 import { dependencyUnavailable, GatewayError } from '../errors/gateway-error.ts';
 import type { Clock } from '../util/clock.ts';
 import { RATE_WINDOWS, WINDOW_MS, type RateScope, type RateWindow, type RateWindows } from './config.ts';
-import type { RateCountersFactory, WindowCounters } from './store.ts';
+import type { RateCount, RateCounters } from './store.ts';
 import { limitRefusals } from '../metrics/metrics.ts';
 
 const WINDOW_TEXT: Record<RateWindow, string> = { per_second: 'second', per_minute: 'minute', per_day: 'day' };
@@ -27,24 +29,22 @@ interface WindowPlan {
   window: RateWindow;
   points: number;
   ms: number;
-  counters: WindowCounters;
+  /** The counters' name: unique per (scope, window). */
+  name: string;
 }
 
-/** One counter touched by a check. */
-interface Counted {
+/** One counter touched by a check (the port's RateCount, with its plan). */
+interface Counted extends RateCount {
   plan: WindowPlan;
-  id: string;
-  n: number;
 }
 
 export class RateLimits {
-  private readonly factory: RateCountersFactory;
+  private readonly counters: RateCounters;
   private readonly clock: Clock;
-  private readonly counters = new Map<string, WindowCounters>();
   private readonly plans = new WeakMap<RateWindows, Map<RateScope, WindowPlan[]>>();
 
-  constructor(factory: RateCountersFactory, clock: Clock) {
-    this.factory = factory;
+  constructor(counters: RateCounters, clock: Clock) {
+    this.counters = counters;
     this.clock = clock;
   }
 
@@ -57,57 +57,49 @@ export class RateLimits {
   check(scopes: { scope: RateScope; id: string; windows: RateWindows }[], tenantId?: string): void | Promise<void> {
     const now = this.clock.now();
     const counted: Counted[] = [];
-    const counts: (number | Promise<number>)[] = [];
-    let pending = false;
     for (const { scope, id, windows } of scopes) {
       for (const plan of this.plan(scope, windows)) {
-        const n = Math.floor(now / plan.ms);
-        const c = plan.counters.add(id, n, tenantId);
-        if (typeof c !== 'number') pending = true;
-        counted.push({ plan, id, n });
-        counts.push(c);
+        counted.push({ name: plan.name, windowMs: plan.ms, id, n: Math.floor(now / plan.ms), plan });
       }
     }
-    if (!pending) return this.judge(counted, counts as number[], undefined, now, tenantId);
-    // Every counter at once (one round trip on Redis).
-    return Promise.allSettled(counts).then((all) => {
-      let failure: unknown;
-      const values = all.map((r) => (r.status === 'fulfilled' ? r.value : ((failure ??= r.reason), undefined)));
-      return this.judge(counted, values, failure, now, tenantId);
-    });
+    if (!counted.length) return;
+    const counts = this.counters.add(counted, tenantId);
+    if (Array.isArray(counts)) return this.judge(counted, counts, now, tenantId);
+    // A failed count counted nothing (all or none): the request is refused with 4003.
+    return counts.then(
+      (values) => this.judge(counted, values, now, tenantId),
+      (failure: unknown) => {
+        throw dependencyUnavailable('rate-limit store', failure);
+      },
+    );
   }
 
-  /** The counts against the limits; a refusal (or a failed count) gives back what was counted. */
-  private judge(counted: Counted[], counts: (number | undefined)[], failure: unknown, now: number, tenantId: string | undefined): void | Promise<void> {
+  /** The counts against the limits; a refusal gives back what was counted. */
+  private judge(counted: Counted[], counts: number[], now: number, tenantId: string | undefined): void | Promise<void> {
     let refused: Counted | undefined;
-    const taken: Counted[] = [];
     const wait = (c: Counted) => (c.n + 1) * c.plan.ms - now;
     for (let i = 0; i < counted.length; i++) {
       const c = counted[i]!;
-      const count = counts[i];
-      if (count === undefined) continue;
-      taken.push(c);
       // The answer names the first scope refused (key, model, tenant), its longest wait.
-      if (count > c.plan.points && (!refused || (c.plan.scope === refused.plan.scope && wait(c) > wait(refused)))) refused = c;
+      if (counts[i]! > c.plan.points && (!refused || (c.plan.scope === refused.plan.scope && wait(c) > wait(refused)))) refused = c;
     }
-    if (!refused && failure === undefined) return;
-    const refusal = () => {
-      if (failure !== undefined) return dependencyUnavailable('rate-limit store', failure);
-      const plan = refused!.plan;
-      limitRefusals.inc({ kind: `rate_${plan.scope}` });
-      const retryAfter = Math.max(1, Math.ceil(wait(refused!) / 1000));
-      return new GatewayError('rateLimitExceeded', `Rate limit exceeded: ${plan.points} requests per ${WINDOW_TEXT[plan.window]} for ${SCOPE_TEXT[plan.scope]}.`, {
-        headers: { 'Retry-After': String(retryAfter) },
-      });
-    };
-    const undo = taken.map((c) => c.plan.counters.remove(c.id, c.n, tenantId)).filter((r) => r instanceof Promise);
-    if (!undo.length) throw refusal();
-    return Promise.allSettled(undo).then(() => {
-      throw refusal();
+    if (!refused) return;
+    const plan = refused.plan;
+    limitRefusals.inc({ kind: `rate_${plan.scope}` });
+    const retryAfter = Math.max(1, Math.ceil(wait(refused) / 1000));
+    const refusal = new GatewayError('rateLimitExceeded', `Rate limit exceeded: ${plan.points} requests per ${WINDOW_TEXT[plan.window]} for ${SCOPE_TEXT[plan.scope]}.`, {
+      headers: { 'Retry-After': String(retryAfter) },
     });
+    const undo = this.counters.remove(counted, tenantId);
+    if (!(undo instanceof Promise)) throw refusal;
+    // Given back or not (a store away), the request is refused as it was judged.
+    const thrower = () => {
+      throw refusal;
+    };
+    return undo.then(thrower, thrower);
   }
 
-  /** The limited windows of a scope with their counters, worked out once per limits object. */
+  /** The limited windows of a scope, worked out once per limits object. */
   private plan(scope: RateScope, windows: RateWindows): WindowPlan[] {
     let byScope = this.plans.get(windows);
     if (!byScope) this.plans.set(windows, (byScope = new Map()));
@@ -116,17 +108,10 @@ export class RateLimits {
       plan = [];
       for (const window of RATE_WINDOWS) {
         const points = windows[window];
-        if (points !== null) plan.push({ scope, window, points, ms: WINDOW_MS[window], counters: this.countersOf(scope, window) });
+        if (points !== null) plan.push({ scope, window, points, ms: WINDOW_MS[window], name: `rl_${scope}_${window}` });
       }
       byScope.set(scope, plan);
     }
     return plan;
-  }
-
-  private countersOf(scope: RateScope, window: RateWindow): WindowCounters {
-    const name = `rl_${scope}_${window}`;
-    let c = this.counters.get(name);
-    if (!c) this.counters.set(name, (c = this.factory(name, WINDOW_MS[window])));
-    return c;
   }
 }

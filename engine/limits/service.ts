@@ -13,7 +13,7 @@ import { isoAt, systemClock, type Clock } from '../util/clock.ts';
 import { assertMilli, formatCredits, type Milli } from '../util/money.ts';
 import { LimitsConfig, type EffectiveLimits, type LimitsConfigInput, type RateScope, type RateWindows, type TenantLimitsInput } from './config.ts';
 import { RateLimits } from './rate.ts';
-import type { LimitsStore, RateCountersFactory } from './store.ts';
+import type { LimitsStore, RateCounters } from './store.ts';
 import { limitRefusals } from '../metrics/metrics.ts';
 
 export interface LimitsServiceOptions {
@@ -21,7 +21,7 @@ export interface LimitsServiceOptions {
   config?: LimitsConfigInput | LimitsConfig;
   clock?: Clock;
   /** The store's request-rate counters (memoryRateCounters, redisRateCounters). */
-  rateCounters: RateCountersFactory;
+  rateCounters: RateCounters;
   /**
    * A tenant's own limits set at run time (admin API), or undefined for none. Rejects when the
    * store cannot be read: the request then gets the outage answer, never the defaults.

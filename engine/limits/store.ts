@@ -39,16 +39,25 @@ export interface LimitsStore {
 }
 
 /**
- * The counters of one (scope, window): requests per id in window number `n`. `slot`: the tenant
- * the counter belongs to, if any: a shared store keeps a tenant's counters together and counts
- * those asked for at once in one step (Redis: one script in the tenant's slot).
+ * One counter of a request: `id`'s count in window number `n` of the counters `name` (one per
+ * scope and window; `windowMs` long).
  */
-export interface WindowCounters {
-  /** Count one request; the count after it (memory: synchronously). */
-  add(id: string, n: number, slot?: string): number | Promise<number>;
-  /** Give back a request add() counted. */
-  remove(id: string, n: number, slot?: string): void | Promise<unknown>;
+export interface RateCount {
+  name: string;
+  windowMs: number;
+  id: string;
+  n: number;
 }
 
-/** Builds the counters of one (scope, window); `name` is unique per pair. */
-export type RateCountersFactory = (name: string, windowMs: number) => WindowCounters;
+/**
+ * The request-rate counters, atomic each. A request's counters are counted in ONE call (one
+ * promise on Redis, none in memory), all of them or none: `slot`, the tenant they belong to if
+ * any: a shared store keeps a tenant's counters together and counts them in one step (Redis: in
+ * the tenant's admission script).
+ */
+export interface RateCounters {
+  /** Count one request in each counter; the counts after it, in order (memory: synchronously). */
+  add(counts: readonly RateCount[], slot?: string): number[] | Promise<number[]>;
+  /** Give back a request add() counted. */
+  remove(counts: readonly RateCount[], slot?: string): void | Promise<unknown>;
+}

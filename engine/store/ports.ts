@@ -6,7 +6,7 @@
 import type { WalletStore } from '../billing/store.ts';
 import type { IdempotencyStore } from '../idempotency/store.ts';
 import type { JobScheduler } from '../jobs/scheduler.ts';
-import type { LimitsStore, RateCountersFactory } from '../limits/store.ts';
+import type { LimitsStore, RateCounters } from '../limits/store.ts';
 import type { SharedMediaStore } from '../media/shared.ts';
 import type { TaskStore } from '../tasks/store.ts';
 import type { SessionStore, TenantStore } from '../tenants/store.ts';
@@ -14,7 +14,7 @@ import type { ResultBackend } from '../results/store.ts';
 import type { BreakerStore } from '../upstream/breaker-store.ts';
 import type { WebhookStore } from '../webhooks/store.ts';
 
-export type { BreakerStore, IdempotencyStore, JobScheduler, LimitsStore, RateCountersFactory, SessionStore, SharedMediaStore, TaskStore, TenantStore, WalletStore, WebhookStore };
+export type { BreakerStore, IdempotencyStore, JobScheduler, LimitsStore, RateCounters, SessionStore, SharedMediaStore, TaskStore, TenantStore, WalletStore, WebhookStore };
 /** The result store's backend (engine/store/files, engine/store/s3), chosen apart from the stores below (results.store). */
 export type { ResultBackend };
 
@@ -30,7 +30,7 @@ export interface Stores {
   webhooks: WebhookStore;
   /** Media bytes shared across processes (redis); undefined with the memory store. */
   media?: SharedMediaStore;
-  rateCounters: RateCountersFactory;
+  rateCounters: RateCounters;
   /** The upstream pools' circuit breakers (per process in memory, shared through Redis). */
   breakers: BreakerStore;
   scheduler: JobScheduler;

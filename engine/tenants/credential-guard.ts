@@ -15,14 +15,14 @@
 // first failure from that address (the shared count is already over), so a client spreading
 // its guesses over N processes gets at most N more answers that say anything.
 import { GatewayError } from '../errors/gateway-error.ts';
-import type { RateCountersFactory, WindowCounters } from '../limits/store.ts';
+import type { RateCounters } from '../limits/store.ts';
 import { authFailures } from '../metrics/metrics.ts';
 import type { Clock } from '../util/clock.ts';
 
 export type CredentialKind = 'api_key' | 'console_sign_in' | 'operator_sign_in' | 'admin_token';
 
 export interface CredentialGuardOptions {
-  counters: RateCountersFactory;
+  counters: RateCounters;
   /** Failures from one address in a window that make it wait for the next window; 0: off. */
   limit: number;
   windowMs: number;
@@ -33,14 +33,12 @@ export interface CredentialGuardOptions {
 const MAX_REMEMBERED = 100_000;
 
 export class CredentialGuard {
-  private readonly counters: WindowCounters;
   private readonly o: CredentialGuardOptions;
   /** address -> when its window ends (ms). */
   private readonly over = new Map<string, number>();
 
   constructor(o: CredentialGuardOptions) {
     this.o = o;
-    this.counters = o.counters('auth_failures', o.windowMs);
   }
 
   /**
@@ -65,7 +63,7 @@ export class CredentialGuard {
       throw err;
     }
     const n = Math.floor(now / this.o.windowMs);
-    const count = await this.counters.add(client, n);
+    const [count] = await this.o.counters.add([{ name: 'auth_failures', windowMs: this.o.windowMs, id: client, n }]);
     if (count < this.o.limit) {
       authFailures.inc({ credential: kind, answer: '401' });
       throw err;

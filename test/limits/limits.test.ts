@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { GatewayError } from '../../engine/errors/gateway-error.ts';
 import { LimitsConfig, type LimitsConfigInput } from '../../engine/limits/config.ts';
 import { LimitsService } from '../../engine/limits/service.ts';
-import type { RateCountersFactory } from '../../engine/limits/store.ts';
+import type { RateCounters } from '../../engine/limits/store.ts';
 import { memoryRateCounters } from '../../engine/store/memory/rate-counters.ts';
 import { MemoryLimitsStore } from '../../engine/store/memory/limits.ts';
 import { MemoryWalletStore } from '../../engine/store/memory/wallets.ts';
@@ -18,8 +18,8 @@ const START = Date.parse('2026-03-10T12:00:00.000Z');
 describe('limits', () => {
   let clock: ManualClock;
   let store: MemoryLimitsStore;
-  const make = (config: LimitsConfigInput, factory?: RateCountersFactory) =>
-    new LimitsService({ store, clock, config, rateCounters: factory ?? memoryRateCounters });
+  const make = (config: LimitsConfigInput, counters?: RateCounters) =>
+    new LimitsService({ store, clock, config, rateCounters: counters ?? memoryRateCounters() });
 
   beforeEach(() => {
     clock = new ManualClock(START);
@@ -129,16 +129,21 @@ describe('limits', () => {
       expect(refused[0]!.detail).to.match(/10 requests per second for this model/);
     });
 
-    it('uses the injected counters (e.g. Redis), asynchronous ones too, and maps store failures to 4003', async () => {
-      const made: [string, number][] = [];
+    it('uses the injected counters (e.g. Redis), asynchronous ones too, one call per request, and maps store failures to 4003', async () => {
+      const calls: [string, number][][] = [];
       // Counters that answer with promises, as the Redis ones do.
-      const limits = make(only({ key: { per_second: 3, per_day: 10 } }), (name, windowMs) => {
-        made.push([name, windowMs]);
-        const c = memoryRateCounters(name, windowMs);
-        return { add: async (id, n) => c.add(id, n), remove: async (id, n) => c.remove(id, n) };
+      const c = memoryRateCounters();
+      const limits = make(only({ key: { per_second: 3, per_day: 10 } }), {
+        add: async (counts, slot) => {
+          expect(slot).to.equal(T);
+          calls.push(counts.map((k) => [k.name, k.windowMs]));
+          return c.add(counts);
+        },
+        remove: async (counts) => c.remove(counts),
       });
       const { ok, refused } = await burst(5, () => limits.checkRequest({ tenantId: T, keyId: 'k1' }));
-      expect(made).to.deep.equal([['rl_key_per_second', 1000], ['rl_key_per_day', 86_400_000]]);
+      expect(calls).to.have.length(5);
+      expect(calls[0]).to.deep.equal([['rl_key_per_second', 1000], ['rl_key_per_day', 86_400_000]]);
       expect(ok).to.equal(3);
       expect(refused.map((e) => e.code)).to.deep.equal([1004, 1004]);
       // The refused two were given back: 7 more fit in the day once the second turns.
@@ -150,10 +155,10 @@ describe('limits', () => {
       const last = await burst(3, () => limits.checkRequest({ tenantId: T, keyId: 'k1' }));
       expect(last.ok).to.equal(1);
       expect(last.refused[0]!.detail).to.equal('Rate limit exceeded: 10 requests per day for this API key.');
-      const broken = make(only({ key: { per_second: 3 } }), () => ({
+      const broken = make(only({ key: { per_second: 3 } }), {
         add: async () => Promise.reject(new Error('ECONNREFUSED')),
         remove: async () => Promise.reject(new Error('ECONNREFUSED')),
-      }));
+      });
       const e = (await outcome(broken.checkRequest({ tenantId: T, keyId: 'k1' }))) as GatewayError;
       expect([e.code, e.status, e.headers['Retry-After']]).to.deep.equal([4003, 503, '1']);
     });

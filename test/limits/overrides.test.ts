@@ -24,7 +24,7 @@ describe('limits: run-time overrides', () => {
   };
   /** The feed two processes of one shared store both listen to (Redis: the directory's). */
   let feed = { live: true, generation: 0 };
-  const make = (shared = true) => new LimitsService({ store, rateCounters: memoryRateCounters, config: { concurrent_tasks: 3 }, tenantOverrides: read, ...(shared ? { changes: feed } : {}) });
+  const make = (shared = true) => new LimitsService({ store, rateCounters: memoryRateCounters(), config: { concurrent_tasks: 3 }, tenantOverrides: read, ...(shared ? { changes: feed } : {}) });
   afterEach(() => {
     storeDown = false;
     saved = { concurrent_tasks: 7 };

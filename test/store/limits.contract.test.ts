@@ -8,7 +8,7 @@ import { BillingService } from '../../engine/billing/service.ts';
 import { GatewayError } from '../../engine/errors/gateway-error.ts';
 import type { LimitsConfigInput } from '../../engine/limits/config.ts';
 import { LimitsService } from '../../engine/limits/service.ts';
-import type { RateCountersFactory } from '../../engine/limits/store.ts';
+import type { RateCounters } from '../../engine/limits/store.ts';
 import { memoryRateCounters } from '../../engine/store/memory/rate-counters.ts';
 import type { LimitsStore } from '../../engine/limits/store.ts';
 import { MemoryLimitsStore } from '../../engine/store/memory/limits.ts';
@@ -31,14 +31,14 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
   let prefix: string;
   let clock: ManualClock;
   /** Two "processes": services over the two stores and two rate-limiter factories. */
-  let factories: [RateCountersFactory, RateCountersFactory];
+  let factories: [RateCounters, RateCounters];
   const service = (config: LimitsConfigInput, i: 0 | 1 = 0) => new LimitsService({ store: i ? b : a, clock, config, rateCounters: factories[i] });
 
   beforeEach(() => {
     ({ a, b, prefix } = env.pair<LimitsStore>(() => new MemoryLimitsStore(), (client, p) => new RedisLimitsStore({ client, prefix: p })));
     clock = new ManualClock(START);
     if (env.isRedis) factories = [redisRateCounters(env.a, prefix), redisRateCounters(env.b, prefix)];
-    else factories = [memoryRateCounters, memoryRateCounters];
+    else factories = [memoryRateCounters(), memoryRateCounters()];
   });
 
   describe('concurrent task slots', () => {

@@ -3,11 +3,33 @@
 // the older maps are dropped whole: no timer or expiry record per counter (rate-limiter-flexible's
 // RateLimiterMemory keeps a timer per key and answers each call with a promise, which cost a
 // proxied request about 5 µs across its nine counters).
-import type { RateCountersFactory, WindowCounters } from '../../limits/store.ts';
+import type { RateCount, RateCounters } from '../../limits/store.ts';
 
-export const memoryRateCounters: RateCountersFactory = () => new MemoryWindowCounters();
+/** The counters of one process: a MemoryWindowCounters per counter name, answered at once. */
+export function memoryRateCounters(): RateCounters {
+  const byName = new Map<string, MemoryWindowCounters>();
+  const of = (name: string): MemoryWindowCounters => {
+    let c = byName.get(name);
+    if (!c) byName.set(name, (c = new MemoryWindowCounters()));
+    return c;
+  };
+  return {
+    add: (counts: readonly RateCount[]): number[] => {
+      const out: number[] = new Array(counts.length);
+      for (let i = 0; i < counts.length; i++) {
+        const c = counts[i]!;
+        out[i] = of(c.name).add(c.id, c.n);
+      }
+      return out;
+    },
+    remove: (counts: readonly RateCount[]): void => {
+      for (const c of counts) of(c.name).remove(c.id, c.n);
+    },
+  };
+}
 
-export class MemoryWindowCounters implements WindowCounters {
+/** The counts of one counter name, per window number. */
+export class MemoryWindowCounters {
   private readonly windows = new Map<number, Map<string, number>>();
   private latest = -Infinity;
 

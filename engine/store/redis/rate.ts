@@ -1,4 +1,4 @@
-// The Redis RateCountersFactory for engine/limits/rate.ts. A tenant's counters are fields of its
+// The Redis RateCounters for engine/limits/rate.ts. A tenant's counters are fields of its
 // wallet hash (`r:<name>:<id>` → "<window n>|<count>", `<p>{t:<tenant>}:wallet`), counted in the
 // tenant's admission script with the rest of its requests' admission (./wallet-batches.ts): a
 // request's nine counters (key, model and tenant scope × second, minute, day), its day's spend
@@ -8,7 +8,7 @@
 // its own, `<p>{rl:<name>:<id>}`, counted by the RATE script below: every call made while its
 // previous call is in flight goes in one run (./batch.ts); it lives twice its longest window
 // past the last window turn (+ 60 s), so an address that stops leaves nothing behind.
-import type { RateCountersFactory } from '../../limits/store.ts';
+import type { RateCount, RateCounters } from '../../limits/store.ts';
 import { KeyedBatches } from './batch.ts';
 import { Keys, type RedisClient } from './keys.ts';
 import { lua } from './script.ts';
@@ -47,7 +47,7 @@ interface Call {
   windowMs: number;
 }
 
-export function redisRateCounters(client: RedisClient, prefix: string): RateCountersFactory {
+export function redisRateCounters(client: RedisClient, prefix: string): RateCounters {
   const keys = new Keys(prefix);
   const slot = WalletBatches.of(client, prefix);
   const groups = new KeyedBatches<Call, number>(async (key, calls) => {
@@ -55,8 +55,11 @@ export function redisRateCounters(client: RedisClient, prefix: string): RateCoun
     const args = calls.flatMap((c) => [c.field, String(c.n), String(c.delta)]);
     return (await RATE.run(client, [key], [String(ttl), ...args])) as number[];
   });
-  return (name, windowMs) => ({
-    add: (id, n, tenant) => (tenant === undefined ? groups.call(keys.rate(name, id), { field: `${name}:${id}`, n, delta: 1, windowMs }) : slot.rate(tenant, `${name}:${id}`, n, 1)),
-    remove: (id, n, tenant) => (tenant === undefined ? groups.call(keys.rate(name, id), { field: `${name}:${id}`, n, delta: -1, windowMs }) : slot.rate(tenant, `${name}:${id}`, n, -1)),
-  });
+  // Counters with no tenant (one a request: a client address's failed authentications), each in its own hash.
+  const alone = (counts: readonly RateCount[], delta: 1 | -1) =>
+    Promise.all(counts.map((c) => groups.call(keys.rate(c.name, c.id), { field: `${c.name}:${c.id}`, n: c.n, delta, windowMs: c.windowMs })));
+  return {
+    add: (counts, tenant) => (tenant === undefined ? alone(counts, 1) : slot.rate(tenant, counts, 1)),
+    remove: (counts, tenant) => (tenant === undefined ? alone(counts, -1) : slot.rate(tenant, counts, -1)),
+  };
 }

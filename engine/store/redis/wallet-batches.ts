@@ -10,6 +10,7 @@
 // commands*, counts them). The rate adapter, the limits adapter and the wallet adapter of one
 // client and prefix share one WalletBatches (WalletBatches.of), so a request's three admission
 // steps, asked in the same turn, go in one script.
+import type { RateCount } from '../../limits/store.ts';
 import { KeyedBatches } from './batch.ts';
 import { Keys, type RedisClient } from './keys.ts';
 import { lua } from './script.ts';
@@ -246,8 +247,8 @@ export type HoldArgs = [string, string, string, string, string, string];
 /** A close: ref, actual ('' = release), note, at, id1, id2, spend day ('' = none). */
 export type CloseArgs = [string, string, string, string, string, string, string];
 
-/** One admission step: a rate count, a day's spend read, or a hold. */
-type AdmitCall = { kind: 'r'; field: string; n: string } | { kind: 's'; day: string } | { kind: 'h'; args: HoldArgs };
+/** One admission step: a request's rate counts (delta 1) or their giving back (-1), a day's spend read, or a hold. */
+type AdmitCall = { kind: 'r'; counts: readonly RateCount[]; delta: 1 | -1 } | { kind: 's'; day: string } | { kind: 'h'; args: HoldArgs };
 /** A close with the closed-hold retention of the wallet adapter that asked (now ms, ttl ms). */
 interface CloseCall {
   args: CloseArgs;
@@ -258,7 +259,7 @@ interface CloseCall {
 const shared = new WeakMap<RedisClient, Map<string, WalletBatches>>();
 
 export class WalletBatches {
-  private readonly admits: KeyedBatches<AdmitCall, number | string | WalletStep>;
+  private readonly admits: KeyedBatches<AdmitCall, number[] | string | WalletStep>;
   private readonly closes: KeyedBatches<CloseCall, WalletStep>;
 
   /** The WalletBatches of `client` and `prefix` (the wallet, limits and rate adapters of one store share it). */
@@ -278,19 +279,22 @@ export class WalletBatches {
       const days: string[] = [];
       const holds: string[] = [];
       for (const c of calls) {
-        if (c.kind === 'r') rates.push(c.field, c.n);
+        if (c.kind === 'r') for (const r of c.counts) rates.push(`${r.name}:${r.id}`, String(c.delta * r.n));
         else if (c.kind === 's') days.push(c.day);
         else for (const a of c.args) holds.push(a);
       }
       const args = [String(rates.length / 2)].concat(rates, String(days.length), days, holds);
       const out = ((await ADMIT.run(client, k(tenantId, 'wallet', 'ledger', 'holds', 'spend'), args)) as string).split('\n');
-      const all: (number | string | WalletStep)[] = [];
+      const all: (number[] | string | WalletStep)[] = [];
       let r = 3;
       let s = r + rates.length / 2;
       let h = s + days.length;
       for (const c of calls) {
-        if (c.kind === 'r') all.push(Number(out[r++]));
-        else if (c.kind === 's') all.push(out[s++]!);
+        if (c.kind === 'r') {
+          const counts = new Array<number>(c.counts.length);
+          for (let j = 0; j < counts.length; j++) counts[j] = Number(out[r++]);
+          all.push(counts);
+        } else if (c.kind === 's') all.push(out[s++]!);
         else {
           all.push(step(out, h));
           h += 5;
@@ -309,14 +313,14 @@ export class WalletBatches {
     });
   }
 
-  /** Count (1) or give back (-1) one request in window `n` of the tenant's counter `field`: the count after it. */
-  rate(tenantId: string, field: string, n: number, delta: 1 | -1): Promise<number> {
-    return this.admits.call(tenantId, { kind: 'r', field, n: String(delta * n) }) as Promise<number>;
+  /** Count (1) or give back (-1) one request in each of the tenant's counters (fields `r:<name>:<id>`): the counts after it. */
+  rate(tenantId: string, counts: readonly RateCount[], delta: 1 | -1): Promise<number[]> {
+    return this.admits.call(tenantId, { kind: 'r', counts, delta }) as Promise<number[]>;
   }
 
   /** The tenant's spend of `day` (milli). */
-  async spent(tenantId: string, day: string): Promise<number> {
-    return Number(await this.admits.call(tenantId, { kind: 's', day }));
+  spent(tenantId: string, day: string): Promise<number> {
+    return this.admits.call(tenantId, { kind: 's', day }).then(Number);
   }
 
   hold(tenantId: string, args: HoldArgs): Promise<WalletStep> {

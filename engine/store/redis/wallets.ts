@@ -153,22 +153,27 @@ export class RedisWalletStore implements WalletStore {
     return { status: r.status as CreditResult['status'], entry: toEntry(r.item.slice(nl + 1), Number(r.item.slice(0, nl))), wallet: toWallet(tenantId, r.wallet) };
   }
 
-  async hold(tenantId: string, ref: string, amount: Milli, note: string, at: string, opts: HoldOptions = {}): Promise<HoldResult> {
-    const r = await this.batches.hold(tenantId, [ref, String(amount), note, at, prefixedId('led_'), opts.upTo ? '1' : '0']);
-    const out: HoldResult = { status: r.status as HoldResult['status'], wallet: toWallet(tenantId, r.wallet) };
-    if (r.item !== '') out.hold = toHold(ref, r.item).hold;
-    return out;
+  // hold, settle and release are not async functions: a chat makes one of each, and each layer
+  // of promises on its path costs (docs/performance.md, Redis-mode chat CPU).
+  hold(tenantId: string, ref: string, amount: Milli, note: string, at: string, opts: HoldOptions = {}): Promise<HoldResult> {
+    return this.batches.hold(tenantId, [ref, String(amount), note, at, prefixedId('led_'), opts.upTo ? '1' : '0']).then((r) => {
+      const out: HoldResult = { status: r.status as HoldResult['status'], wallet: toWallet(tenantId, r.wallet) };
+      if (r.item !== '') out.hold = toHold(ref, r.item).hold;
+      return out;
+    });
   }
 
-  async settle(tenantId: string, ref: string, actual: Milli, note: string, at: string, opts: SettleOptions = {}): Promise<CloseResult> {
+  settle(tenantId: string, ref: string, actual: Milli, note: string, at: string, opts: SettleOptions = {}): Promise<CloseResult> {
     const day = this.recordsSpend ? (opts.spendDay ?? '') : '';
-    const r = closeResult(tenantId, ref, await this.batches.close(tenantId, [ref, String(actual), note, at, prefixedId('led_'), prefixedId('led_'), day], this.forgetArgs()));
-    if (day !== '') r.spendRecorded = true;
-    return r;
+    return this.batches.close(tenantId, [ref, String(actual), note, at, prefixedId('led_'), prefixedId('led_'), day], this.forgetArgs()).then((step) => {
+      const r = closeResult(tenantId, ref, step);
+      if (day !== '') r.spendRecorded = true;
+      return r;
+    });
   }
 
-  async release(tenantId: string, ref: string, note: string, at: string): Promise<CloseResult> {
-    return closeResult(tenantId, ref, await this.batches.close(tenantId, [ref, '', note, at, prefixedId('led_'), prefixedId('led_'), ''], this.forgetArgs()));
+  release(tenantId: string, ref: string, note: string, at: string): Promise<CloseResult> {
+    return this.batches.close(tenantId, [ref, '', note, at, prefixedId('led_'), prefixedId('led_'), ''], this.forgetArgs()).then((step) => closeResult(tenantId, ref, step));
   }
 
   async charge(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<CloseResult> {
