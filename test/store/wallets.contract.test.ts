@@ -587,6 +587,21 @@ forEachBackend('WalletStore contract', (env) => {
         expect(await keysUnder(env.a, prefix)).to.deep.equal(['closed', 'credits', 'holds', 'ledger', 'wallet'].map((k) => `${prefix}{t:${T}}:${k}`));
       });
 
+      it('keeps the wallet hash a hashtable from its first write on, an older listpack wallet too', async () => {
+        const w = `${prefix}{t:${T}}:wallet`;
+        await a.credit(T, 'topup', 'p', 10_000, '', AT);
+        expect(await env.a.object('ENCODING', w)).to.equal('hashtable');
+        // As an older gateway left it: a listpack of the same numbers, without the marker.
+        const old = await env.a.hgetall(w);
+        delete old.enc;
+        await env.a.del(w);
+        await env.a.hset(w, old);
+        expect(await env.a.object('ENCODING', w)).to.equal('listpack');
+        expect((await a.hold(T, 'h', 1_000, '', AT)).wallet).to.include({ balance: 10_000, held: 1_000 });
+        expect(await env.a.object('ENCODING', w)).to.equal('hashtable');
+        expect((await a.settle(T, 'h', 400, '', AT)).wallet).to.include({ balance: 9_600, held: 0 });
+      });
+
       it('closes a hold taken before open holds moved into the wallet (open set and holds hash)', async () => {
         await a.credit(T, 'topup', 'p', 10_000, '', AT);
         await a.hold(T, 'h', 1_000, '', AT);

@@ -11,16 +11,24 @@ export const WALLET_LIB = `
 -- record while it is open, and for a moment after it closed (the shelf, below), is the wallet's
 -- field \`o:<ref>\`, so a hold and its close read and write it with the wallet's own HMGET and HSET.
 local function wget(W, extra)
-  local f = { 'b', 'h', 'th', 'as', 'la', 'seq', 'fh', 'cn', 'cf' }
+  local f = { 'b', 'h', 'th', 'as', 'la', 'seq', 'fh', 'cn', 'cf', 'enc' }
   if extra then for _, x in ipairs(extra) do f[#f + 1] = x end end
   local v = redis.call('HMGET', W, unpack(f))
   local ex = {}
-  if extra then for i = 1, #extra do ex[i] = v[9 + i] end end
-  return { b = tonumber(v[1] or '0'), h = tonumber(v[2] or '0'), th = v[3] or '', as = v[4] or 'NORMAL', la = v[5] or '', seq = tonumber(v[6] or '0'), fh = tonumber(v[7] or '0'), cn = tonumber(v[8] or '0'), cf = tonumber(v[9] or '0') }, ex
+  if extra then for i = 1, #extra do ex[i] = v[10 + i] end end
+  return { b = tonumber(v[1] or '0'), h = tonumber(v[2] or '0'), th = v[3] or '', as = v[4] or 'NORMAL', la = v[5] or '', seq = tonumber(v[6] or '0'), fh = tonumber(v[7] or '0'), cn = tonumber(v[8] or '0'), cf = tonumber(v[9] or '0'), enc = v[10] }, ex
 end
+-- The wallet is kept a hashtable, not a listpack: a script reads and writes some 10 to 30 of its
+-- fields by name, and in a listpack each of those is a scan of the whole hash (some 60 fields
+-- with the rate counters and the shelf): 0.3-0.5 µs a field, about half of a chat's script time
+-- (docs/performance.md, Redis CPU per chat, third pass). Redis turns a hash into a hashtable
+-- for good once one value is longer than hash-max-listpack-value (64 bytes by default), so the
+-- wallet's first write adds this field; it costs some 2 KB per wallet.
+local ENC = 'hashtable: this wallet is read and written by field name about 20 times a chat (docs/redis-layout.md)'
 -- \`sets\`: more field, value pairs written with the wallet (open holds).
 local function wsave(W, w, sets)
   local f = { 'b', num(w.b), 'h', num(w.h), 'seq', num(w.seq), 'as', w.as }
+  if not w.enc then f[#f + 1] = 'enc'; f[#f + 1] = ENC end
   if w.fhset then f[#f + 1] = 'fh'; f[#f + 1] = num(w.fh) end
   if w.cqset then
     f[#f + 1] = 'cn'; f[#f + 1] = num(w.cn)
