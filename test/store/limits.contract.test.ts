@@ -284,6 +284,24 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
         expect(await env.a.ttl(keys[1]!)).to.be.within(4 * 86_400 - 5, 4 * 86_400);
       });
 
+      it('a counter, tenant or not: counts its window, gives back within it, turns, and a lagging window counts 1 and changes nothing', async () => {
+        const c = factories[0];
+        const one = (name: string, id: string, n: number) => [{ name, windowMs: 1000, id, n }];
+        const steps = async (name: string, t: string | undefined) => {
+          const add = async (id: string, n: number) => (await c.add(one(name, id, n), t))[0];
+          const remove = async (id: string, n: number) => {
+            await c.remove(one(name, id, n), t);
+            return (await c.add(one(name, id, n), t))[0]! - 1; // what the give-back left
+          };
+          return [await add('k', 10), await add('k', 10), await remove('k', 10), await add('k', 12), await add('k', 11), await add('k', 12), await remove('k', 11), await remove('fresh', 12)];
+        };
+        // A lagging window (11 after 12) counts as the first of its window and changes nothing.
+        const want = [1, 2, 1, 1, 1, 2, 0, 0];
+        expect(await steps('rl_key_per_second', T)).to.deep.equal(want);
+        expect(await env.a.hget(`${prefix}{t:${T}}:wallet`, 'r:rl_key_per_second:k')).to.equal('12|2');
+        expect(await steps('auth_failures', undefined)).to.deep.equal(want);
+      });
+
       it('a day total of the spend hash of an older gateway moves into the wallet at the first write, and is read until then', async () => {
         await env.a.hset(`${prefix}{t:${T}}:spend`, '2026-03-10', '700', '2026-03-09', '20');
         expect(await a.spent(T, '2026-03-10')).to.equal(700);

@@ -214,32 +214,42 @@ local function day_put(W, sd, day, total, cutoff)
 end
 `;
 
-// One rate counter's step, on `cur` (field -> "<window n>|<count>" or false, as read): delta '1'
-// counts one request in window n ('-1' gives one back, only within the same window); a call for
-// a window older than the field's (a process whose clock lags) counts as the first of its window.
-// Returns the count after it, and whether the field turned to a newer window.
+// One rate counter's step, on `cur` (field -> "<window n>|<count>" or false, as read): counts one
+// request in window n (text, as the caller sent it), or with `give` gives one back (only within
+// the same window); a call for a window older than the field's (a process whose clock lags)
+// counts as the first of its window and changes nothing. Returns the count after it (text), and
+// whether the field turned to a newer window; cur[f] is replaced only when the count changed. The
+// common case (the field is in window n) compares the stored window as text and parses only the
+// count: a chat with every limit counts nine windows, and each number parsed (strtod) or
+// formatted is a good part of a window's cost (docs/performance.md, Redis CPU per chat).
 export const RATE_LIB = `
-local function rate_step(cur, f, n, delta)
-  local a, c = -1, 0
-  if cur[f] then
-    local x, y = string.match(cur[f], '^(%d+)|(%d+)$')
-    a, c = tonumber(x), tonumber(y)
-  end
-  local out, turned = c, false
-  if delta == '1' then
-    if a < n then a, c, turned = n, 0, true end
-    if a == n then
-      c = c + 1
-      out = c
+local function rate_count(cur, f, ns, give)
+  local s, a, c = cur[f], nil, nil
+  if s then a, c = string.match(s, '^(%d+)|(%d+)$') end
+  if a == ns then
+    local k = tonumber(c)
+    if give then
+      if k == 0 then return c, false end
+      k = k - 1
     else
-      out = 1
+      k = k + 1
     end
-  elseif a == n and c > 0 then
-    c = c - 1
-    out = c
+    c = string.format('%d', k)
+    cur[f] = ns .. '|' .. c
+    return c, false
   end
-  cur[f] = num(a) .. '|' .. num(c)
-  return out, turned
+  if give then return c or '0', false end
+  if a and tonumber(a) > tonumber(ns) then return '1', false end
+  cur[f] = ns .. '|1'
+  return '1', true
+end
+-- The same with the window as a number and delta '1' / '-1'; cur[f] is always set after it (the
+-- caller writes every field it read).
+local function rate_step(cur, f, n, delta)
+  local ns = num(n)
+  local c, turned = rate_count(cur, f, ns, delta == '-1')
+  if not cur[f] then cur[f] = ns .. '|0' end
+  return tonumber(c), turned
 end
 `;
 
