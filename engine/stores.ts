@@ -112,7 +112,7 @@ async function redisStores(config: GatewayConfig, role: Role, taskTtls: { finish
     wallets: new RedisWalletStore({ ...o, closedHoldTtlMs: Math.round(config.store.hold_retention_hours * 3_600_000), recordsSpend: true }),
     limits: new RedisLimitsStore({ ...o, finalRefTtlMs: Math.round(config.store.hold_retention_hours * 3_600_000) }),
     idempotency: new RedisIdempotencyStore(o),
-    webhooks: new RedisWebhookStore(o),
+    webhooks: new RedisWebhookStore({ ...o, changes: directory }),
     media: new RedisMediaStore(o),
     breakers: new RedisBreakerStore(o),
     rateCounters: redisRateCounters(client, o.prefix),

@@ -37,14 +37,12 @@ local function patch_field(H, id, patch, onlyAbsent)
 end
 `;
 
-// KEYS: hash. ARGV: id, patch, onlyAbsent. Returns the patched record, or false when there is none.
-export const PATCH_FIELD = lua(`${PATCH_LIB}return patch_field(KEYS[1], ARGV[1], ARGV[2], ARGV[3])`);
-
 // The directory's writes announce themselves on the change channel (ARGV[#ARGV]) in the same
 // script, so no process can write and die before telling the others (./directory-feed.ts):
 // every process's cache of keys and tenants is dropped when the message arrives.
-// KEYS: hash. ARGV: id, patch, onlyAbsent, channel.
-const DIR_PATCH = lua(`${PATCH_LIB}
+// KEYS: hash. ARGV: id, patch, onlyAbsent, channel. (Also the webhook endpoints' patch: they are
+// cached under the same feed.)
+export const DIR_PATCH = lua(`${PATCH_LIB}
 local out = patch_field(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
 if out then redis.call('PUBLISH', ARGV[4], ARGV[1]) end
 return out

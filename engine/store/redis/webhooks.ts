@@ -16,6 +16,8 @@
 // process (an id never changes tenant):
 //   <p>{wd:<did>} -> tenant id     <p>{we:<eid>} -> tenant id     <p>wh:tenants  set (purge)
 // Send-slot pacing needs no tenant: <p>{we:<eid>}:slots (list of the last `max` slots).
+// The endpoints themselves, and their per-process cache, are ./webhook-endpoints.ts.
+import type { ChangeFeed } from '../../tenants/store.ts';
 import type {
   AttemptOutcome,
   AttemptRecord,
@@ -30,7 +32,7 @@ import type {
 import { decodeRecord, encodePatch, encodeRecord } from './codec.ts';
 import { Keys, type RedisStoreOptions } from './keys.ts';
 import { lua } from './script.ts';
-import { PATCH_FIELD } from './tenants.ts';
+import { RedisWebhookEndpoints } from './webhook-endpoints.ts';
 
 /** Deliveries removed per purge script call. */
 const PURGE_BATCH = 200;
@@ -38,21 +40,6 @@ const PURGE_BATCH = 200;
 const OWNER_CACHE = 10_000;
 /** Slot lists outlive their last slot by the window plus this. */
 const SLOT_GRACE_MS = 60_000;
-
-// KEYS: endpoints hash, endpoint id list. ARGV: id, record, max. 1 created, 0 at the limit, -1 id taken.
-const CREATE_ENDPOINT = lua(`
-if redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[3]) then return 0 end
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return -1 end
-redis.call('RPUSH', KEYS[2], ARGV[1])
-return 1
-`);
-
-// KEYS: endpoints hash, endpoint id list. ARGV: id.
-const DELETE_ENDPOINT = lua(`
-if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('LREM', KEYS[2], 0, ARGV[1])
-return 1
-`);
 
 // KEYS: event hash, record, endpoint zset, created zset, seq, stats.
 // ARGV: endpoint id, delivery id, record, created ms, status. Returns {created 1/0, delivery id}.
@@ -190,45 +177,35 @@ export class RedisWebhookStore implements WebhookStore {
   private readonly client: RedisStoreOptions['client'];
   private readonly keys: Keys;
   private readonly owners = new Map<string, string>();
+  private readonly endpoints: RedisWebhookEndpoints;
 
-  constructor(opts: RedisStoreOptions) {
+  /** `changes`: the directory's change feed (stores.ts); with it, endpoint lists are cached. */
+  constructor(opts: RedisStoreOptions & { changes?: ChangeFeed }) {
     this.client = opts.client;
     this.keys = new Keys(opts.prefix);
+    this.endpoints = new RedisWebhookEndpoints(opts);
   }
 
-  // ---- endpoints ----
+  // ---- endpoints (./webhook-endpoints.ts) ----
 
-  async createEndpointIfUnderLimit(record: EndpointRecord, max: number): Promise<boolean> {
-    const t = record.tenant_id;
-    const r = await CREATE_ENDPOINT.run(this.client, [this.k(t, 'we'), this.k(t, 'we_ids')], [record.id, encodeRecord(record), String(max)]);
-    if (r === -1) throw new Error(`endpoint ${record.id} exists`);
-    if (r !== 1) return false;
-    await this.client.set(this.keys.endpointOwner(record.id), t, 'NX');
-    return true;
+  createEndpointIfUnderLimit(record: EndpointRecord, max: number): Promise<boolean> {
+    return this.endpoints.create(record, max);
   }
 
-  async getEndpoint(tenantId: string, id: string): Promise<EndpointRecord | null> {
-    const s = await this.client.hget(this.k(tenantId, 'we'), id);
-    return s === null ? null : decodeRecord<EndpointRecord>(s);
+  getEndpoint(tenantId: string, id: string): Promise<EndpointRecord | null> {
+    return this.endpoints.get(tenantId, id);
   }
 
-  async listEndpoints(tenantId: string): Promise<EndpointRecord[]> {
-    const ids = await this.client.lrange(this.k(tenantId, 'we_ids'), 0, -1);
-    if (ids.length === 0) return [];
-    const recs = await this.client.hmget(this.k(tenantId, 'we'), ...ids);
-    return recs.filter((s): s is string => s !== null).map((s) => decodeRecord<EndpointRecord>(s));
+  listEndpoints(tenantId: string): Promise<EndpointRecord[]> {
+    return this.endpoints.list(tenantId);
   }
 
-  async updateEndpoint(tenantId: string, id: string, patch: EndpointPatch): Promise<EndpointRecord | null> {
-    const s = await PATCH_FIELD.run(this.client, [this.k(tenantId, 'we')], [id, encodePatch(patch), '0']);
-    return typeof s === 'string' ? decodeRecord<EndpointRecord>(s) : null;
+  updateEndpoint(tenantId: string, id: string, patch: EndpointPatch): Promise<EndpointRecord | null> {
+    return this.endpoints.update(tenantId, id, patch);
   }
 
-  async deleteEndpoint(tenantId: string, id: string): Promise<boolean> {
-    const r = await DELETE_ENDPOINT.run(this.client, [this.k(tenantId, 'we'), this.k(tenantId, 'we_ids')], [id]);
-    if (r !== 1) return false;
-    await this.client.del(this.keys.endpointSlots(id));
-    return true;
+  deleteEndpoint(tenantId: string, id: string): Promise<boolean> {
+    return this.endpoints.delete(tenantId, id);
   }
 
   // ---- deliveries ----
