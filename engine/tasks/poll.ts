@@ -205,8 +205,13 @@ export class TaskPolling {
     }
     // The price is fixed before the transition, so a re-run of finalize() settles the same amount.
     const charge = await this.d.accounting.price({ ...task, result }, route, body);
-    const done = await this.d.store.transition(task.id, ACTIVE, { status: 'completed', ...copied.patch, charge, finalized: false, updated_at: isoNow(this.d.clock), poll_failures: 0 });
-    if (!done) return false; // someone else finished it first
+    const patch = { status: 'completed', ...copied.patch, charge, finalized: false, updated_at: isoNow(this.d.clock), poll_failures: 0 } satisfies Partial<TaskRecord>;
+    if (!(await this.d.store.update(task.id, ACTIVE, patch))) return false; // someone else finished it first
+    // What finalize() and the metrics read of the completed task is the patch and the fields a
+    // task never changes (ids, route, tenant, created_at, traceparent): the record as read at the
+    // poll's start, patched, is what the compare-and-set wrote for them. The store does not send
+    // the whole record back (a result-sized reply decoded once more per task life in Redis mode).
+    const done: TaskRecord = { ...task, ...patch };
     finished(done);
     await this.ending.finalize(done);
     return true;
