@@ -177,7 +177,7 @@ export class BillingService {
    */
   async holdUpTo(tenantId: string, ref: string, milli: Milli, note = ''): Promise<Milli> {
     assertMilli(milli, 'hold', { nonNegative: true });
-    const r = await this.store.hold(tenantId, ref, milli, note, this.now(), { upTo: true });
+    const r = await this.store.hold(tenantId, ref, milli, note, this.now(), { upTo: true, newRef: true });
     if (r.status === 'insufficient') {
       fundsRefusals.inc();
       throw new GatewayError('insufficientBalance', 'Insufficient balance: the wallet has no available credits.');

@@ -68,6 +68,13 @@ export interface HoldRecord {
 export interface HoldOptions {
   /** Hold what is available up to `amount` (a request's reservation before its usage is known). */
   upTo?: boolean;
+  /**
+   * The caller made `ref` for this hold and never holds it again, not even after a lost answer (a
+   * request's own ref: its trace id and the gateway's own span id). A store may then skip looking
+   * for it among holds closed a while ago (Redis: one command less a chat); a repeat is still
+   * answered 'duplicate' while the hold is open or was closed a moment ago.
+   */
+  newRef?: boolean;
 }
 
 export interface HoldResult {

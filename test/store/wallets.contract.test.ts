@@ -602,6 +602,25 @@ forEachBackend('WalletStore contract', (env) => {
         expect((await a.settle(T, 'h', 400, '', AT)).wallet).to.include({ balance: 9_600, held: 0 });
       });
 
+      it('a hold of a new ref (HoldOptions.newRef) reads no closed holds; one open or on the shelf is still a duplicate', async () => {
+        const clock = new ManualClock();
+        const s = new RedisWalletStore({ client: env.a, prefix, closedHoldTtlMs: 60_000, clock });
+        const hmgets = async () => Number(/cmdstat_hmget:calls=(\d+)/.exec(await env.a.info('commandstats'))?.[1] ?? 0);
+        await s.credit(T, 'topup', 'p', 10_000, '', AT);
+        const before = await hmgets();
+        expect((await s.hold(T, 'n1', 100, '', AT, { upTo: true, newRef: true })).status).to.equal('held');
+        expect(await hmgets(), 'the wallet only').to.equal(before + 1);
+        expect((await s.hold(T, 'n1', 100, '', AT, { upTo: true, newRef: true })).status, 'open').to.equal('duplicate');
+        await s.settle(T, 'n1', 50, '', AT);
+        expect((await s.hold(T, 'n1', 100, '', AT, { upTo: true, newRef: true })).status, 'on the shelf').to.equal('duplicate');
+        clock.advance(1_000);
+        await s.hold(T, 'n2', 1, '', AT);
+        await s.release(T, 'n2', '', AT); // the shelf moves to the holds hash
+        expect(await env.a.hget(`${prefix}{t:${T}}:holds`, 'n1')).to.match(/^settled\|/);
+        expect((await s.hold(T, 'n1', 100, '', AT)).status, 'closed a while ago, looked for').to.equal('duplicate');
+        expect((await s.get(T)).balance).to.equal(9_950);
+      });
+
       it('closes a hold taken before open holds moved into the wallet (open set and holds hash)', async () => {
         await a.credit(T, 'topup', 'p', 10_000, '', AT);
         await a.hold(T, 'h', 1_000, '', AT);

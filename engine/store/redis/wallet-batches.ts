@@ -34,14 +34,14 @@ end
 // (each kind touches fields of its own, so a kind's calls keep their order and nothing else
 // depends on it): the number of rate counts, then per count its field and window n (negative:
 // give one back); the number of spend reads, then per read its day; then per hold: ref, amount,
-// note, at, entry id, up to ('1': hold min(amount, available), refused only when nothing is
-// available). Sections rather than a kind tag per call and a delta per count: a chat's nine
+// note, at, entry id, flags (the sum of 1: up to, hold min(amount, available), refused only when
+// nothing is available; 2: a new ref, HoldOptions.newRef). Sections rather than a kind tag per call and a delta per count: a chat's nine
 // counts are 18 arguments instead of 36, each of them encoded one by one by ioredis. A new hold's
 // record is the wallet's field o:<ref> until it closes. Returns th, as, la, then the counts, the
 // spends, and per hold status, item, b, h, seq (lines of one text: reply above).
 const ADMIT = lua(BATCH_LIB + RATE_LIB + `
 -- The fields each section asks for, in ARGV's order: no table per call (a chat with every limit
--- is eleven calls, and a table each was some 2 µs of the script).
+-- counts nine windows, and a table each was some 2 µs of the script).
 local nr = tonumber(ARGV[1])
 local fields = {}
 for j = 1, nr do fields[j] = 'r:' .. ARGV[2 * j] end
@@ -73,10 +73,14 @@ if spends > 0 then
   end
   for j = nr + 1, nr + spends do out[#out + 1] = cur[fields[j]] or old[fields[j]] or '0' end
 end
-local ex = {}
-if holds > 0 then
-  local refs = {}
-  for j = 0, holds - 1 do refs[#refs + 1] = ARGV[h0 + 6 * j] end
+-- A ref closed a while ago is only in the holds hash: read for the holds not in the wallet
+-- whose ref is not new (flag 2: a request's own ref, never held twice), so a chat's costs none.
+local ex, refs = {}, {}
+for j = 0, holds - 1 do
+  local a = h0 + 6 * j
+  if not cur[fields[nr + spends + j + 1]] and tonumber(ARGV[a + 5]) < 2 then refs[#refs + 1] = ARGV[a] end
+end
+if #refs > 0 then
   local e = redis.call('HMGET', KEYS[3], unpack(refs))
   for j, r in ipairs(refs) do ex[r] = e[j] end
 end
@@ -89,7 +93,7 @@ for j = 0, holds - 1 do
     status = 'duplicate'
   else
     item = ''
-    if ARGV[a + 6] == '1' and amount > 0 then
+    if tonumber(ARGV[a + 6]) % 2 == 1 and amount > 0 then
       if w.b - w.h <= 0 then status = 'insufficient' else amount = math.min(amount, w.b - w.h) end
     end
     if status == 'held' and amount > 0 and amount > w.b - w.h then status = 'insufficient' end
@@ -234,7 +238,7 @@ export interface WalletStep {
   wallet: string[];
 }
 
-/** A hold: ref, amount, note, at, entry id, up to ('1' / '0'). */
+/** A hold: ref, amount, note, at, entry id, flags (1: up to, 2: a new ref; HoldOptions). */
 export type HoldArgs = [string, string, string, string, string, string];
 /** A close: ref, actual ('' = release), note, at, id1, id2, spend day ('' = none). */
 export type CloseArgs = [string, string, string, string, string, string, string];

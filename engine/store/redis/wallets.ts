@@ -156,7 +156,7 @@ export class RedisWalletStore implements WalletStore {
   // hold, settle and release are not async functions: a chat makes one of each, and each layer
   // of promises on its path costs (docs/performance.md, Redis-mode chat CPU).
   hold(tenantId: string, ref: string, amount: Milli, note: string, at: string, opts: HoldOptions = {}): Promise<HoldResult> {
-    return this.batches.hold(tenantId, [ref, String(amount), note, at, prefixedId('led_'), opts.upTo ? '1' : '0']).then((r) => {
+    return this.batches.hold(tenantId, [ref, String(amount), note, at, prefixedId('led_'), String((opts.upTo ? 1 : 0) + (opts.newRef ? 2 : 0))]).then((r) => {
       const out: HoldResult = { status: r.status as HoldResult['status'], wallet: toWallet(tenantId, r.wallet) };
       if (r.item !== '') out.hold = toHold(ref, r.item).hold;
       return out;
