@@ -53,20 +53,22 @@ interface WalletState {
   opening: LedgerOpening;
   /** The archive lease (claimArchive): who may trim, until when. */
   lease?: { owner: string; until: number };
-  /** Holds still open (amount >= 0), by ref. */
-  open: Map<string, HoldRecord>;
-  /** Settled and released holds (charges included), by ref, in closing order, until forgotten. */
-  closed: Map<string, HoldRecord>;
   /**
-   * The refs of `closed`, oldest first, from `closedHead`, and when each is forgotten (ms; same
-   * index): the order to forget them in. Arrays read from a moving head rather than the Map's own
-   * order: a Map whose oldest keys are deleted over and over keeps their holes until it is
-   * rehashed, and iterating it from the start walks them all. Two flat arrays, not a pair per
-   * hold: a chat closes a hold per request, and the times array stores its numbers unboxed.
+   * Every hold by ref: open ones, and settled and released ones (charges included) until they are
+   * forgotten. One Map, so that a new hold's duplicate check is one lookup and a close changes the
+   * record in place (two Maps, open and closed, were a lookup, a delete and a set more per chat).
    */
-  closedOrder: string[];
+  holds: Map<string, HoldRecord>;
+  /**
+   * The closed holds' refs in closing order, and when each is forgotten (ms; same index): a ring of
+   * at most `ledgerEntries` slots, the oldest at `closedStart`, `closedCount` of them. Filled by
+   * push until it is full, then reused in place; two flat arrays, not a pair per hold (a chat
+   * closes a hold per request, and the times array stores its numbers unboxed).
+   */
+  closedRefs: string[];
   closedUntil: number[];
-  closedHead: number;
+  closedStart: number;
+  closedCount: number;
   /** `${kind}:${ref}` -> the credit entry, for idempotent top-ups and adjustments. */
   credits: Map<string, LedgerEntry>;
   /** Whether `pastBound` was called for the lines kept now (reset when lines are trimmed). */
@@ -105,8 +107,8 @@ export class MemoryWalletStore implements WalletStore {
 
   async hold(tenantId: string, ref: string, amount: Milli, note: string, at: string, opts: HoldOptions = {}): Promise<HoldResult> {
     const s = this.state(tenantId);
-    const existing = this.holdOf(s, ref);
-    if (existing) return { status: 'duplicate', hold: existing, wallet: { ...s.wallet } };
+    const existing = s.holds.get(ref);
+    if (existing) return { status: 'duplicate', hold: { ...existing }, wallet: { ...s.wallet } };
     if (opts.upTo && amount > 0) {
       const available = s.wallet.balance - s.wallet.held;
       if (available <= 0) return { status: 'insufficient', wallet: { ...s.wallet } };
@@ -115,7 +117,7 @@ export class MemoryWalletStore implements WalletStore {
     if (amount > 0 && amount > s.wallet.balance - s.wallet.held) return { status: 'insufficient', wallet: { ...s.wallet } };
     this.append(s, 'hold', amount, ref, note, at);
     const hold: HoldRecord = { ref, amount, state: 'open', settled: 0, released: 0, at, charge: false };
-    s.open.set(ref, hold);
+    s.holds.set(ref, hold);
     s.wallet.held += amount;
     return { status: 'held', hold: { ...hold }, wallet: { ...s.wallet } };
   }
@@ -130,12 +132,13 @@ export class MemoryWalletStore implements WalletStore {
 
   async charge(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<CloseResult> {
     const s = this.state(tenantId);
-    const existing = this.holdOf(s, ref);
-    if (existing) return { status: 'duplicate', hold: existing, wallet: { ...s.wallet } };
+    const existing = s.holds.get(ref);
+    if (existing) return { status: 'duplicate', hold: { ...existing }, wallet: { ...s.wallet } };
     this.append(s, 'hold', amount, ref, note, at);
     this.append(s, 'settle', amount, ref, note, at);
     const hold: HoldRecord = { ref, amount, state: 'settled', settled: amount, released: 0, at, charge: true };
-    this.remember(s, { ...hold }); // a copy: the caller may change this object
+    s.holds.set(ref, { ...hold }); // a copy: the caller may change this object
+    this.remember(s, ref);
     s.wallet.balance -= amount;
     return { status: 'closed', hold, wallet: { ...s.wallet } };
   }
@@ -166,7 +169,7 @@ export class MemoryWalletStore implements WalletStore {
 
   async openHolds(tenantId: string): Promise<HoldRecord[]> {
     const s = this.wallets.get(tenantId);
-    return s ? [...s.open.values()].filter((h) => h.amount > 0).map((h) => ({ ...h })) : [];
+    return s ? [...s.holds.values()].filter((h) => h.state === 'open' && h.amount > 0).map((h) => ({ ...h })) : [];
   }
 
   async snapshot(tenantId: string): Promise<WalletSnapshot> {
@@ -175,8 +178,11 @@ export class MemoryWalletStore implements WalletStore {
     // Holds in the order they were taken: open holds taken before the first entry kept, then the
     // order of the 'hold' entries kept (a closed hold may have been forgotten).
     const kept = new Set(entries.filter((e) => e.kind === 'hold').map((e) => e.ref));
-    const older = [...s.open.values()].filter((h) => !kept.has(h.ref)).map((h) => ({ ...h }));
-    const holds = [...kept].map((ref) => this.holdOf(s, ref)).filter((h) => h !== undefined);
+    const older = [...s.holds.values()].filter((h) => h.state === 'open' && !kept.has(h.ref)).map((h) => ({ ...h }));
+    const holds = [...kept].flatMap((ref) => {
+      const hold = s.holds.get(ref);
+      return hold ? [{ ...hold }] : [];
+    });
     const opening = s.opening.seq > 0 ? { opening: { ...s.opening } } : {};
     return { wallet: { ...s.wallet }, entries, holds: [...older, ...holds], ...opening };
   }
@@ -226,11 +232,9 @@ export class MemoryWalletStore implements WalletStore {
 
   private close(tenantId: string, ref: string, actual: Milli | null, note: string, at: string): CloseResult {
     const s = this.state(tenantId);
-    const hold = s.open.get(ref);
-    if (!hold) {
-      const closed = s.closed.get(ref);
-      return closed ? { status: 'duplicate', hold: closed, wallet: { ...s.wallet } } : { status: 'unknown', wallet: { ...s.wallet } };
-    }
+    const hold = s.holds.get(ref);
+    if (!hold) return { status: 'unknown', wallet: { ...s.wallet } };
+    if (hold.state !== 'open') return { status: 'duplicate', hold: { ...hold }, wallet: { ...s.wallet } };
     const settled = actual === null ? 0 : Math.min(Math.max(actual, 0), hold.amount);
     const released = hold.amount - settled;
     if (actual !== null) this.append(s, 'settle', settled, ref, note, at);
@@ -238,40 +242,37 @@ export class MemoryWalletStore implements WalletStore {
     hold.state = actual === null ? 'released' : 'settled';
     hold.settled = settled;
     hold.released = released;
-    s.open.delete(ref);
-    this.remember(s, hold);
+    this.remember(s, ref);
     s.wallet.held -= hold.amount;
     s.wallet.balance -= settled;
     return { status: 'closed', hold: { ...hold }, wallet: { ...s.wallet } };
   }
 
-  /** A copy of the hold `ref`, open or closed (until forgotten). */
-  private holdOf(s: WalletState, ref: string): HoldRecord | undefined {
-    const hold = s.open.get(ref) ?? s.closed.get(ref);
-    return hold && { ...hold };
-  }
-
   /**
-   * Keeps a closed hold until the retention passes or the wallet has `ledgerEntries` newer ones;
-   * forgets, oldest first, those past either bound.
+   * Remembers that the hold `ref` (in `holds`) closed, until the retention passes or the wallet
+   * has `ledgerEntries` newer closed holds; forgets, oldest first, those past either bound.
    */
-  private remember(s: WalletState, hold: HoldRecord): void {
+  private remember(s: WalletState, ref: string): void {
     const now = this.clock.now();
-    const order = s.closedOrder;
-    while (s.closedHead < order.length) {
-      if (s.closed.size < this.ledgerEntries && (this.closedHoldTtlMs === 0 || s.closedUntil[s.closedHead]! > now)) break;
-      s.closed.delete(order[s.closedHead]!);
-      s.closedHead++;
+    const cap = this.ledgerEntries;
+    const ttl = this.closedHoldTtlMs;
+    while (s.closedCount > 0 && (s.closedCount === cap || (ttl > 0 && s.closedUntil[s.closedStart]! <= now))) {
+      s.holds.delete(s.closedRefs[s.closedStart]!);
+      s.closedRefs[s.closedStart] = ''; // the ref string goes with its hold
+      s.closedStart = s.closedStart + 1 === cap ? 0 : s.closedStart + 1;
+      s.closedCount--;
     }
-    // Drop the forgotten prefix once it is most of the array (amortised O(1) per hold).
-    if (s.closedHead > 1024 && s.closedHead * 2 > order.length) {
-      s.closedOrder = order.slice(s.closedHead);
-      s.closedUntil = s.closedUntil.slice(s.closedHead);
-      s.closedHead = 0;
+    let at = s.closedStart + s.closedCount;
+    if (at >= cap) at -= cap;
+    // Until the ring is full its next slot is its end (the slots used run from start to the end).
+    if (at === s.closedRefs.length) {
+      s.closedRefs.push(ref);
+      s.closedUntil.push(now + ttl);
+    } else {
+      s.closedRefs[at] = ref;
+      s.closedUntil[at] = now + ttl;
     }
-    s.closed.set(hold.ref, hold);
-    s.closedOrder.push(hold.ref);
-    s.closedUntil.push(now + this.closedHoldTtlMs);
+    s.closedCount++;
   }
 
   /** Appends a ledger entry; returns the kept one (never changed after it is written: callers get copies). */
@@ -296,11 +297,11 @@ export class MemoryWalletStore implements WalletStore {
         entries: [],
         head: 0,
         opening: { seq: 0, balance: 0, held: 0 },
-        open: new Map(),
-        closed: new Map(),
-        closedOrder: [],
+        holds: new Map(),
+        closedRefs: [],
         closedUntil: [],
-        closedHead: 0,
+        closedStart: 0,
+        closedCount: 0,
         credits: new Map(),
         pastBoundSaid: false,
       };
