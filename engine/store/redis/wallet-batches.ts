@@ -32,8 +32,9 @@ end
 
 // KEYS: wallet, ledger, holds (closed ones), old spend (./limits.ts). ARGV, in three sections
 // (each kind touches fields of its own, so a kind's calls keep their order and nothing else
-// depends on it): the number of rate counts, then per count its field and window n (negative:
-// give one back); the number of spend reads, then per read its day; then per hold: ref, amount,
+// depends on it): the number of rate counts, then per count its wallet field (r:<name>:<id>: the
+// prefix added in JS costs nothing there, a Lua concatenation each) and window n (negative: give
+// one back); the number of spend reads, then per read its day; then per hold: ref, amount,
 // note, at, entry id, flags (the sum of 1: up to, hold min(amount, available), refused only when
 // nothing is available; 2: a new ref, HoldOptions.newRef). Sections rather than a kind tag per call and a delta per count: a chat's nine
 // counts are 18 arguments instead of 36, each of them encoded one by one by ioredis. A new hold's
@@ -44,7 +45,7 @@ const ADMIT = lua(BATCH_LIB + RATE_LIB + `
 -- counts nine windows, and a table each was some 2 µs of the script).
 local nr = tonumber(ARGV[1])
 local fields = {}
-for j = 1, nr do fields[j] = 'r:' .. ARGV[2 * j] end
+for j = 1, nr do fields[j] = ARGV[2 * j] end
 local s0 = 3 + 2 * nr
 local spends = tonumber(ARGV[s0 - 1])
 for j = 0, spends - 1 do fields[#fields + 1] = 's:' .. ARGV[s0 + j] end
@@ -275,7 +276,7 @@ export class WalletBatches {
       const days: string[] = [];
       const holds: string[] = [];
       for (const c of calls) {
-        if (c.kind === 'r') for (const r of c.counts) rates.push(`${r.name}:${r.id}`, String(c.delta * r.n));
+        if (c.kind === 'r') for (const r of c.counts) rates.push(`r:${r.name}:${r.id}`, String(c.delta * r.n));
         else if (c.kind === 's') days.push(c.day);
         else for (const a of c.args) holds.push(a);
       }
