@@ -7,10 +7,13 @@
 // after its submission). The load is paced, not a closed loop, so every minute is the same
 // minute: SOAK_CHAT (150/s) sync completions, SOAK_STREAM (50/s) streamed ones and SOAK_CREATES
 // (150/s) model D creates, each kind at most 64 requests in flight. After SOAK_WARMUP_SECONDS
-// (300: long enough to fill store.memory_finished_tasks' 50,000 at 150 creates/s, after which
-// finished tasks stop adding up) it samples the gateway's RSS (/proc) and heap (/metrics) every
-// SOAK_SAMPLE_SECONDS (10) for SOAK_MINUTES (10), and prints the curve and its spread around the
-// mean. The warm-up's samples are printed too, marked.
+// (default: the time to fill store.memory_finished_tasks' 50,000 at the create rate, and a minute
+// more: 394 s at 150/s; until then finished tasks still add up, and the store stops growing only
+// then) it samples the gateway's RSS (/proc) and heap (/metrics: used / committed, and the young
+// (new) and old generations' committed size, which V8 resizes) every SOAK_SAMPLE_SECONDS (10) for
+// SOAK_MINUTES (10), and prints the curve and its spread around the mean, and the spread of each
+// minute's highest sample (the top of the old generation's sawtooth between full collections).
+// The warm-up's samples are printed too, marked.
 import { performance } from 'node:perf_hooks';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +23,9 @@ import { chatRequest, createRequest, pace, pacedAnswers, pacedKind, spreadSummar
 
 const TREE = resolve(process.argv[2] ?? fileURLToPath(new URL('../', import.meta.url)));
 const env = (name: string, dflt: number) => Number(process.env[name] ?? dflt);
-const WARMUP = env('SOAK_WARMUP_SECONDS', 300);
+// Finished tasks kept at most by the shipped default (store.memory_finished_tasks).
+const FINISHED_BOUND = 50_000;
+const WARMUP = env('SOAK_WARMUP_SECONDS', Math.ceil(FINISHED_BOUND / env('SOAK_CREATES', 150)) + 60);
 const MINUTES = env('SOAK_MINUTES', 10);
 const SAMPLE = env('SOAK_SAMPLE_SECONDS', 10);
 const mb = (n: number) => Math.round(n / 104857.6) / 10;
@@ -43,7 +48,7 @@ const stopPacing = pace(kinds, 64);
 const t0 = performance.now();
 const rows: { t: number; rss: number; heap: number; heapTotal: number; active: number; warm: boolean }[] = [];
 console.log(`soak of ${TREE}: ${kinds.map((k) => `${k.name} ${k.rate}/s`).join(', ')}; warm-up ${WARMUP} s, then ${MINUTES} min sampled every ${SAMPLE} s`);
-console.log('   t (s)   RSS MB   heap used / total MB   tasks active   answers so far');
+console.log('   t (s)   RSS MB   heap used / total MB   new / old committed MB   tasks active   answers so far');
 for (let t = SAMPLE; t <= WARMUP + MINUTES * 60; t += SAMPLE) {
   await new Promise((r) => setTimeout(r, t0 + t * 1000 - performance.now()));
   const { rss } = procStatus(gw.proc.pid!);
@@ -51,10 +56,14 @@ for (let t = SAMPLE; t <= WARMUP + MINUTES * 60; t += SAMPLE) {
   const warm = t > WARMUP;
   rows.push({ t, rss, heap: m.heap, heapTotal: m.heapTotal, active: m.active, warm });
   const answers = pacedAnswers(kinds);
-  console.log(`${String(t).padStart(8)} ${String(mb(rss)).padStart(8)}   ${`${mb(m.heap)} / ${mb(m.heapTotal)}`.padStart(20)}   ${String(m.active).padStart(12)}   ${warm ? '' : '(warm-up) '}${answers}`);
+  const committed = (space: string) => /(\S+)$/.exec(m.spaces.split(', ').find((s) => s.startsWith(`${space} `))!.split('/')[1]!)![1];
+  console.log(`${String(t).padStart(8)} ${String(mb(rss)).padStart(8)}   ${`${mb(m.heap)} / ${mb(m.heapTotal)}`.padStart(20)}   ${`${committed('new')} / ${committed('old')}`.padStart(22)}   ${String(m.active).padStart(12)}   ${warm ? '' : '(warm-up) '}${answers}`);
 }
 stopPacing();
-console.log(`after warm-up: RSS ${spreadSummary(rows.filter((r) => r.warm).map((r) => r.rss), mb)}`);
+const warmRows = rows.filter((r) => r.warm);
+console.log(`after warm-up: RSS ${spreadSummary(warmRows.map((r) => r.rss), mb)}`);
+const perMinute = Array.from({ length: MINUTES }, (_, i) => Math.max(...warmRows.filter((r) => r.t > WARMUP + i * 60 && r.t <= WARMUP + (i + 1) * 60).map((r) => r.rss)));
+console.log(`each minute's highest RSS: ${spreadSummary(perMinute, mb)}`);
 await new Promise((r) => setTimeout(r, 1000));
 await pool.close();
 await close();
