@@ -36,7 +36,9 @@ async function chat(b: WalletBatches, limits: boolean): Promise<void> {
   const steps: Promise<unknown>[] = [];
   if (limits) {
     const now = Date.now();
-    const counts = ['key', 'tenant', 'model'].flatMap((name) => [1000, 60_000, 86_400_000].map((w) => ({ name: `${name}${w}`, windowMs: w, id: `id_${name}`, n: Math.floor(now / w) })));
+    // As engine/limits/rate.ts names and orders them: per scope, second, minute, day.
+    const windows = [['per_second', 1000], ['per_minute', 60_000], ['per_day', 86_400_000]] as const;
+    const counts = ['key', 'model', 'tenant'].flatMap((scope) => windows.map(([w, ms]) => ({ name: `rl_${scope}_${w}`, windowMs: ms, id: `id_${scope}`, n: Math.floor(now / ms) })));
     steps.push(b.rate('t1', counts, 1));
     steps.push(b.spent('t1', day));
   }

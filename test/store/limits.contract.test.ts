@@ -280,7 +280,7 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
         const keys = await keysUnder(env.a, prefix);
         const window = Math.floor(clock.now() / 1000);
         expect(keys).to.deep.equal([`${prefix}{t:${T}}:active`, `${prefix}{t:${T}}:spend:r1`, `${prefix}{t:${T}}:wallet`]);
-        expect(await env.a.hgetall(keys[2]!)).to.deep.equal({ 'r:rl_key_per_second:k1': `${window}|1`, 's:2026-03-10': '5', sd: '2026-03-10' });
+        expect(await env.a.hgetall(keys[2]!)).to.deep.equal({ 'w:rl_key:k1': `${window}|1||0||0`, 's:2026-03-10': '5', sd: '2026-03-10' });
         expect(await env.a.ttl(keys[1]!)).to.be.within(4 * 86_400 - 5, 4 * 86_400);
       });
 
@@ -298,8 +298,19 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
         // A lagging window (11 after 12) counts as the first of its window and changes nothing.
         const want = [1, 2, 1, 1, 1, 2, 0, 0];
         expect(await steps('rl_key_per_second', T)).to.deep.equal(want);
-        expect(await env.a.hget(`${prefix}{t:${T}}:wallet`, 'r:rl_key_per_second:k')).to.equal('12|2');
+        expect(await env.a.hget(`${prefix}{t:${T}}:wallet`, 'w:rl_key:k')).to.equal('12|2||0||0');
         expect(await steps('auth_failures', undefined)).to.deep.equal(want);
+      });
+
+      it("a scope's windows share one field; an older gateway's field per window moves in at the first count", async () => {
+        const w = `${prefix}{t:${T}}:wallet`;
+        const [s, m] = [Math.floor(clock.now() / 1000), Math.floor(clock.now() / 60_000)];
+        await env.a.hset(w, 'r:rl_key_per_second:k1', `${s}|4`, 'r:rl_key_per_minute:k1', `${m}|7`, 'r:rl_tenant_per_day:other', '1|1');
+        const limits = service(only({ key: { per_second: 5, per_minute: 100 }, tenant: { per_minute: 100 } }));
+        await limits.checkRequest({ tenantId: T, keyId: 'k1' });
+        const refused = await outcome(limits.checkRequest({ tenantId: T, keyId: 'k1' }));
+        expect(refused !== 'ok' && refused.code, 'the sixth this second').to.equal(1004);
+        expect(await env.a.hgetall(w)).to.deep.equal({ 'w:rl_key:k1': `${s}|5|${m}|8||0`, [`w:rl_tenant:${T}`]: `|0|${m}|1||0`, 'r:rl_tenant_per_day:other': '1|1' });
       });
 
       it('a day total of the spend hash of an older gateway moves into the wallet at the first write, and is read until then', async () => {

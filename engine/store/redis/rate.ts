@@ -1,10 +1,10 @@
 // The Redis RateCounters for engine/limits/rate.ts. A tenant's counters are fields of its
-// wallet hash (`r:<name>:<id>` → "<window n>|<count>", `<p>{t:<tenant>}:wallet`), counted in the
-// tenant's admission script with the rest of its requests' admission (./wallet-batches.ts): a
-// request's nine counters (key, model and tenant scope × second, minute, day), its day's spend
-// and its hold are one HMGET and one HSET. A call for a newer window starts the count again, so
-// the hash grows only with the tenant's keys and models (a field per limited window of each), not
-// with time. A counter with no tenant (failed authentications per client address) has a hash of
+// wallet hash (`w:<name>:<id>`, a scope's three windows in one field: ./wallet-lib.ts
+// WINDOWS_LIB), counted in the tenant's admission script with the rest of its requests'
+// admission (./wallet-batches.ts): a request's nine counters (key, model and tenant scope ×
+// second, minute, day: three fields), its day's spend and its hold are one HMGET and one HSET. A
+// call for a newer window starts the count again, so the hash grows only with the tenant's keys
+// and models (a field for each), not with time. A counter with no tenant (failed authentications per client address) has a hash of
 // its own, `<p>{rl:<name>:<id>}`, counted by the RATE script below: every call made while its
 // previous call is in flight goes in one run (./batch.ts); it lives twice its longest window
 // past the last window turn (+ 60 s), so an address that stops leaves nothing behind.

@@ -14,7 +14,7 @@ import type { RateCount } from '../../limits/store.ts';
 import { KeyedBatches } from './batch.ts';
 import { Keys, type RedisClient } from './keys.ts';
 import { lua } from './script.ts';
-import { cutoff, RATE_LIB, SPEND_LIB, WALLET_LIB } from './wallet-lib.ts';
+import { cutoff, SPEND_LIB, WALLET_LIB, WINDOWS_LIB } from './wallet-lib.ts';
 
 // A hold or close call's answer: its status, the hold record, and the wallet after it.
 const BATCH_LIB = WALLET_LIB + `
@@ -32,21 +32,21 @@ end
 
 // KEYS: wallet, ledger, holds (closed ones), old spend (./limits.ts). ARGV, in three sections
 // (each kind touches fields of its own, so a kind's calls keep their order and nothing else
-// depends on it): the number of rate counts, then per count its wallet field (r:<name>:<id>: the
-// prefix added in JS costs nothing there, a Lua concatenation each) and window n (negative: give
-// one back); the number of spend reads, then per read its day; then per hold: ref, amount,
-// note, at, entry id, flags (the sum of 1: up to, hold min(amount, available), refused only when
-// nothing is available; 2: a new ref, HoldOptions.newRef). Sections rather than a kind tag per call and a delta per count: a chat's nine
-// counts are 18 arguments instead of 36, each of them encoded one by one by ioredis. A new hold's
+// depends on it): the number of rate fields, then per field its name (w:<name>:<id>, WINDOWS_LIB)
+// and the window n counted in each of its three slots ('' none; negative: give one back); the
+// number of spend reads, then per read its day; then per hold: ref, amount, note, at, entry id,
+// flags (the sum of 1: up to, hold min(amount, available), refused only when nothing is
+// available; 2: a new ref, HoldOptions.newRef). Sections rather than a kind tag per call and a
+// delta per count: a chat's nine counts are 12 arguments, each encoded one by one by ioredis. A new hold's
 // record is the wallet's field o:<ref> until it closes. Returns th, as, la, then the counts, the
 // spends, and per hold status, item, b, h, seq (lines of one text: reply above).
-const ADMIT = lua(BATCH_LIB + RATE_LIB + `
+const ADMIT = lua(BATCH_LIB + WINDOWS_LIB + `
 -- The fields each section asks for, in ARGV's order: no table per call (a chat with every limit
 -- counts nine windows, and a table each was some 2 µs of the script).
 local nr = tonumber(ARGV[1])
 local fields = {}
-for j = 1, nr do fields[j] = ARGV[2 * j] end
-local s0 = 3 + 2 * nr
+for j = 1, nr do fields[j] = ARGV[4 * j - 2] end
+local s0 = 3 + 4 * nr
 local spends = tonumber(ARGV[s0 - 1])
 for j = 0, spends - 1 do fields[#fields + 1] = 's:' .. ARGV[s0 + j] end
 local h0 = s0 + spends
@@ -57,14 +57,44 @@ local w, v = wget(KEYS[1], fields)
 -- The fields as the calls see them: each sees the writes of the calls before it.
 local cur, dirty = {}, {}
 for j, f in ipairs(fields) do if cur[f] == nil then cur[f] = v[j] end end
-local out, lines = {}, {}
+local out, lines, rs, gone = {}, {}, {}, {}
+-- A rate field not in the wallet yet: an older gateway's per-window fields are moved in (once).
+local old, olds = {}, {}
 for j = 1, nr do
-  local f, ns = fields[j], ARGV[2 * j + 1]
-  local give = string.byte(ns, 1) == 45
-  if give then ns = string.sub(ns, 2) end
-  local c = rate_count(cur, f, ns, give)
-  out[#out + 1] = c
-  dirty[f] = true
+  local f = fields[j]
+  if not cur[f] and not old[f] then
+    old[f] = true
+    olds[#olds + 1] = f
+    for _, o in ipairs(win_old(f)) do gone[#gone + 1] = o end
+  end
+end
+if #gone > 0 then
+  local v = redis.call('HMGET', KEYS[1], unpack(gone))
+  for i, f in ipairs(olds) do
+    local r = win_parse(false)
+    for k = 1, 3 do
+      local a, c = string.match(v[3 * (i - 1) + k] or '', '^(%d+)|(%d+)$')
+      if a then r[2 * k - 1], r[2 * k] = a, tonumber(c) end
+    end
+    rs[f] = r
+  end
+end
+for j = 1, nr do
+  local f = fields[j]
+  local r = rs[f]
+  if not r then
+    r = win_parse(cur[f])
+    rs[f] = r
+  end
+  for k = 0, 2 do
+    local ns = ARGV[4 * j - 1 + k]
+    if ns ~= '' then
+      local give = string.byte(ns, 1) == 45
+      if give then ns = string.sub(ns, 2) end
+      out[#out + 1] = string.format('%d', win_count(r, k, ns, give))
+    end
+  end
+  dirty[f] = r
 end
 if spends > 0 then
   local old = {}
@@ -108,13 +138,13 @@ for j = 0, holds - 1 do
   end
   answer(out, status, item, w)
 end
+-- dirty[f]: true (a hold's field, its text in cur) or a rate field's counts.
 local sets = {}
-for f in pairs(dirty) do
-  if cur[f] then
-    sets[#sets + 1] = f
-    sets[#sets + 1] = cur[f]
-  end
+for f, d in pairs(dirty) do
+  sets[#sets + 1] = f
+  if d == true then sets[#sets + 1] = cur[f] else sets[#sets + 1] = win_text(d) end
 end
+if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
 if #lines > 0 then
   redis.call('RPUSH', KEYS[2], unpack(lines))
   wsave(KEYS[1], w, sets)
@@ -276,15 +306,32 @@ export class WalletBatches {
       const days: string[] = [];
       const holds: string[] = [];
       for (const c of calls) {
-        if (c.kind === 'r') for (const r of c.counts) rates.push(`r:${r.name}:${r.id}`, String(c.delta * r.n));
+        if (c.kind === 'r') {
+          // A request's counts, consecutive per scope in window order, share their scope's field.
+          let field = '';
+          let at = 0;
+          let last = 3;
+          for (const r of c.counts) {
+            const [name, slot] = windowOf(r.name);
+            const f = `w:${name}:${r.id}`;
+            if (f !== field || slot <= last) {
+              field = f;
+              at = rates.length;
+              rates.push(f, '', '', '');
+            }
+            rates[at + 1 + slot] = String(c.delta * r.n);
+            last = slot;
+          }
+        }
         else if (c.kind === 's') days.push(c.day);
         else for (const a of c.args) holds.push(a);
       }
-      const args = [String(rates.length / 2)].concat(rates, String(days.length), days, holds);
+      const args = [String(rates.length / 4)].concat(rates, String(days.length), days, holds);
       const out = ((await ADMIT.run(client, k(tenantId, 'wallet', 'ledger', 'holds', 'spend'), args)) as string).split('\n');
       const all: (number[] | string | WalletStep)[] = [];
       let r = 3;
-      let s = r + rates.length / 2;
+      let s = r;
+      for (const c of calls) if (c.kind === 'r') s += c.counts.length;
       let h = s + days.length;
       for (const c of calls) {
         if (c.kind === 'r') {
@@ -310,7 +357,7 @@ export class WalletBatches {
     });
   }
 
-  /** Count (1) or give back (-1) one request in each of the tenant's counters (fields `r:<name>:<id>`): the counts after it. */
+  /** Count (1) or give back (-1) one request in each of the tenant's counters (a scope's windows in one field `w:<name>:<id>`): the counts after it. */
   rate(tenantId: string, counts: readonly RateCount[], delta: 1 | -1): Promise<number[]> {
     return this.admits.call(tenantId, { kind: 'r', counts, delta }) as Promise<number[]>;
   }
@@ -328,6 +375,18 @@ export class WalletBatches {
   close(tenantId: string, args: CloseArgs, forget: [string, string]): Promise<WalletStep> {
     return this.closes.call(tenantId, { args, forget });
   }
+}
+
+/** A rate counter's wallet field name and slot (WINDOWS_LIB): rl_key_per_minute → ['rl_key', 1]; another name has a field of its own (slot 0). */
+const windows = new Map<string, [string, number]>();
+const SLOT: Record<string, number> = { per_second: 0, per_minute: 1, per_day: 2 };
+function windowOf(name: string): [string, number] {
+  let w = windows.get(name);
+  if (!w) {
+    const m = /^(.*)_(per_second|per_minute|per_day)$/.exec(name);
+    windows.set(name, (w = m ? [m[1]!, SLOT[m[2]!]!] : [name, 0]));
+  }
+  return w;
 }
 
 /** The call whose values start at line i of a group's answer (lines 0-2: the wallet's th, as, la). */

@@ -214,14 +214,15 @@ local function day_put(W, sd, day, total, cutoff)
 end
 `;
 
-// One rate counter's step, on `cur` (field -> "<window n>|<count>" or false, as read): counts one
+// One rate counter's step for the RATE script (counters with no tenant, ./rate.ts: a field per
+// window), on `cur` (field -> "<window n>|<count>" or false, as read): counts one
 // request in window n (text, as the caller sent it), or with `give` gives one back (only within
 // the same window); a call for a window older than the field's (a process whose clock lags)
 // counts as the first of its window and changes nothing. Returns the count after it (text), and
 // whether the field turned to a newer window; cur[f] is replaced only when the count changed. The
 // common case (the field is in window n) compares the stored window as text and parses only the
-// count: a chat with every limit counts nine windows, and each number parsed (strtod) or
-// formatted is a good part of a window's cost (docs/performance.md, Redis CPU per chat).
+// count: each number parsed (strtod) or formatted is a good part of a window's cost
+// (docs/performance.md, Redis CPU per chat; a tenant's windows: WINDOWS_LIB below).
 export const RATE_LIB = `
 local function rate_count(cur, f, ns, give)
   local s, a, c = cur[f], nil, nil
@@ -250,6 +251,50 @@ local function rate_step(cur, f, n, delta)
   local c, turned = rate_count(cur, f, ns, delta == '-1')
   if not cur[f] then cur[f] = ns .. '|0' end
   return tonumber(c), turned
+end
+`;
+
+// A tenant's request-rate counters in its wallet: one field per scope and id, its three windows
+// together, `w:<name>:<id>` → "<n>|<count>|<n>|<count>|<n>|<count>" (second, minute, day; n is
+// '' for a window never counted), so a request's nine counts are three fields read, parsed and
+// written, not nine. win_parse reads a field (false: none) into { n1, c1, n2, c2, n3, c3 };
+// win_count counts in slot k (0-2) as rate_count does; win_text writes it back. win_old names
+// the fields an older gateway kept the same counters in (`r:<name>_per_<window>:<id>`, one each),
+// moved in when the field is first written (ADMIT).
+export const WINDOWS_LIB = `
+local function win_parse(s)
+  if s then
+    local a1, c1, a2, c2, a3, c3 = string.match(s, '^(%d*)|(%d+)|(%d*)|(%d+)|(%d*)|(%d+)$')
+    if a1 then return { a1, tonumber(c1), a2, tonumber(c2), a3, tonumber(c3) } end
+  end
+  return { '', 0, '', 0, '', 0 }
+end
+local function win_count(r, k, ns, give)
+  local i = 2 * k + 1
+  local a, c = r[i], r[i + 1]
+  if a == ns then
+    if give then
+      if c > 0 then c = c - 1 end
+    else
+      c = c + 1
+    end
+    r[i + 1] = c
+    return c
+  end
+  if give then return c end
+  if a ~= '' and tonumber(a) > tonumber(ns) then return 1 end
+  r[i], r[i + 1] = ns, 1
+  return 1
+end
+local function win_text(r)
+  return string.format('%s|%d|%s|%d|%s|%d', r[1], r[2], r[3], r[4], r[5], r[6])
+end
+local WIN_OLD = { '_per_second:', '_per_minute:', '_per_day:' }
+local function win_old(f)
+  local name, id = string.match(f, '^w:([^:]*):(.*)$')
+  local old = {}
+  for k = 1, 3 do old[k] = 'r:' .. name .. WIN_OLD[k] .. id end
+  return old
 end
 `;
 

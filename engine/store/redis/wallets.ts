@@ -6,7 +6,7 @@
 //   <p>{t:<id>}:wallet   hash  b (balance), h (held), th (threshold, absent = default),
 //                              as (alert state), la (last alert ms, absent = none), seq,
 //                              o:<ref> -> an open hold's record (moved to holds when it closes);
-//                              also the tenant's rate counters r:<counter>:<id> (./rate.ts) and
+//                              also the tenant's rate counters w:<scope>:<id> (./rate.ts) and
 //                              day totals s:<day>, sd (./limits.ts), read and written by the
 //                              chat's admission and settlement scripts (./wallet-batches.ts)
 //   <p>{t:<id>}:ledger   list  one entry per ledger line kept, JSON [id, at, kind, amount, ref, note];
