@@ -20,7 +20,7 @@ import { checkLedger, type InvariantReport } from './invariant.ts';
 import type { LowBalanceMonitor } from './low-balance.ts';
 import { assertMilli, creditsToMilli, formatCredits, MoneyError, type Milli } from '../util/money.ts';
 import type { SpendGuard } from '../limits/service.ts';
-import type { AlertState, CloseResult, HoldRecord, LedgerEntry, LedgerLines, WalletStore } from './store.ts';
+import type { AlertState, CloseResult, HoldOptions, HoldRecord, LedgerEntry, LedgerLines, SettleOptions, WalletStore } from './store.ts';
 
 export interface BillingServiceOptions {
   store: WalletStore;
@@ -177,7 +177,7 @@ export class BillingService {
    */
   async holdUpTo(tenantId: string, ref: string, milli: Milli, note = ''): Promise<Milli> {
     assertMilli(milli, 'hold', { nonNegative: true });
-    const r = await this.store.hold(tenantId, ref, milli, note, this.now(), { upTo: true, newRef: true });
+    const r = await this.store.hold(tenantId, ref, milli, note, this.now(), REQUEST_HOLD);
     if (r.status === 'insufficient') {
       fundsRefusals.inc();
       throw new GatewayError('insufficientBalance', 'Insufficient balance: the wallet has no available credits.');
@@ -197,7 +197,7 @@ export class BillingService {
     assertMilli(milli, 'settlement', { nonNegative: true });
     const at = this.now();
     // The spend is recorded with the settlement where the store can (SettleOptions), else after it.
-    const r = await this.store.settle(tenantId, ref, milli, note, at, this.spend ? { spendDay: at.slice(0, 10) } : undefined);
+    const r = await this.store.settle(tenantId, ref, milli, note, at, this.spend ? spendOn(at) : undefined);
     const hold = r.hold;
     if (r.status === 'closed' && hold) {
       countCredits('settled', hold.settled);
@@ -285,6 +285,16 @@ export class BillingService {
   private now(): string {
     return isoNow(this.clock);
   }
+}
+
+/** A request's hold options (holdUpTo): one object for every chat, never changed. */
+const REQUEST_HOLD: HoldOptions = Object.freeze({ upTo: true, newRef: true });
+
+/** The settle options of a spend on the UTC day of `at`: the same object while the day is (a chat settles per request). */
+let lastSpend: SettleOptions | undefined;
+function spendOn(at: string): SettleOptions {
+  if (!lastSpend || !at.startsWith(lastSpend.spendDay!)) lastSpend = Object.freeze({ spendDay: at.slice(0, 10) });
+  return lastSpend;
 }
 
 function countCredits(operation: 'held' | 'settled' | 'released' | 'charged' | 'topped_up', milli: Milli): void {
