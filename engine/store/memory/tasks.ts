@@ -130,7 +130,7 @@ const NO_REQUEST: Record<string, unknown> = Object.freeze({});
  * its request (the submit body, pricing and the result mapping read it before the task ends;
  * it reads as {} after), its traceparent (its calls and events are over), and the submission's
  * and polls' bookkeeping. Its reads (GET, the console, an Idempotency-Key replay, a late push)
- * use none of them. About 40% of a retained record (docs/performance.md, "Peak RSS, 10:00"):
+ * use none of them. Half of a retained record (docs/performance.md, "Peak RSS and the soak"):
  * the store keeps up to store.memory_finished_tasks (50,000) of them. A reader holding the
  * record from before (a poll that raced the end) keeps its own frozen snapshot, whole.
  */
