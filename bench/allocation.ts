@@ -3,7 +3,7 @@
 //   npx node bench/allocation.ts chat [tree] [requests]
 //
 // Load-independent where CPU figures are not. Task life: the tree's bench/media-gateway.ts
-// (memory store, model D, the result copy off) runs under --trace-gc against
+// (memory store, model D, the result copy off) runs under --trace-gc (-nvp) against
 // bench/stub-upstream.ts (every task settled at its first poll, 3 s after its submit); after 3,000
 // creates of warm-up and 5 s for them to settle, `creates` (10,000) model D creates over 64
 // connections, then 5 s more so that every one is submitted, polled and settled.
@@ -13,7 +13,13 @@
 // sync completions and as many streamed ones, over 64 connections.
 // What a process's heap took in a span is the sum, over its collections, of the heap before each
 // one minus the heap after the one before; ÷ creates or requests. CPU over the same span (all
-// threads) is printed beside it, for reference only.
+// threads) is printed beside it, for reference only. The collections themselves (V8's
+// --trace-gc-nvp): scavenges per 1,000 requests with their mean and longest pause, the bytes
+// they promoted to the old generation per request (what outlives two scavenges: the longer a
+// scavenge, the more it copies), and the full collections with their pauses: at 64 connections
+// a pause delays every request in flight, so these are the tail's load-independent side.
+// The gateway's environment passes through: BENCH_OFF=billing (or BENCH_CORE=1, see
+// bench/chat-gateway.ts) weighs one step's share of them.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,41 +30,60 @@ const chatMode = process.argv[2] === 'chat';
 const [treeArg, nArg] = process.argv.slice(chatMode ? 3 : 2);
 const TREE = resolve(treeArg ?? fileURLToPath(new URL('..', import.meta.url)));
 const N = Number(nArg ?? (chatMode ? 20_000 : 10_000));
-const GC_LINE = /(?:Scavenge|Mark-Compact|Minor Mark-Sweep|Mark-Sweep)\D*?([\d.]+) \([\d.]+\) -> ([\d.]+) \([\d.]+\) MB/;
+// One --trace-gc-nvp line: its kind (s: scavenge, mc: mark-compact, ms: minor mark-sweep), pause (ms) and sizes (bytes).
+const NVP = /\bpause=([\d.]+) .*?\bgc=(\w+) /;
+const nvpField = (line: string, name: string): number => Number(new RegExp(`\\b${name}=(\\d+)`).exec(line)?.[1] ?? 0);
+
+/** What the collections in a span did. */
+interface Collections {
+  mb: number;
+  collections: number;
+  scavenges: number[];
+  full: number[];
+  promotedBytes: number;
+}
+
+const GC_FLAGS = ['--trace-gc', '--trace-gc-nvp'];
+
+/** Scavenges per 1,000 requests, their mean and longest pause, promoted KB per request, full collections. */
+function pauses(c: Collections, n: number): string {
+  const mean = (xs: number[]) => (xs.length ? xs.reduce((a, x) => a + x, 0) / xs.length : 0).toFixed(2);
+  return `scavenges ${((c.scavenges.length * 1000) / n).toFixed(2)} per 1,000 (pause mean ${mean(c.scavenges)} ms, longest ${Math.max(0, ...c.scavenges).toFixed(1)}), promoted ${(c.promotedBytes / 1024 / n).toFixed(2)} KB per request, ${c.full.length} full collections (pause mean ${mean(c.full)} ms)`;
+}
 
 interface Child {
   child: ChildProcess;
   msg: { url: string; key?: string };
-  /** Starts counting the heap this process allocates; `stop()` answers MB and collections since. */
-  count(): { stop(): { mb: number; collections: number } };
+  /** Starts counting the heap this process allocates; `stop()` answers MB and the collections since. */
+  count(): { stop(): Collections };
   cpu(): Promise<number>;
 }
 
 function start(file: string, args: string[], env: Record<string, string>): Promise<Child> {
   const child = spawn(process.execPath, [...args, resolve(TREE, 'bench', file)], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'], env: { ...process.env, ...env } });
   let counting = false;
-  let allocatedMb = 0;
+  let span: Collections = { mb: 0, collections: 0, scavenges: [], full: [], promotedBytes: 0 };
   let lastAfter: number | undefined;
-  let collections = 0;
   let pending = '';
   child.stdout!.on('data', (d: Buffer) => {
     const lines = (pending + d.toString()).split('\n');
     pending = lines.pop()!;
     for (const line of lines) {
-      const m = GC_LINE.exec(line);
+      const m = NVP.exec(line);
       if (!m) continue;
       if (counting && lastAfter !== undefined) {
-        allocatedMb += Number(m[1]) - lastAfter;
-        collections++;
+        span.mb += (nvpField(line, 'start_object_size') - lastAfter) / 2 ** 20;
+        span.collections++;
+        (m[2] === 's' || m[2] === 'ms' ? span.scavenges : span.full).push(Number(m[1]));
+        span.promotedBytes += nvpField(line, 'promoted');
       }
-      lastAfter = Number(m[2]);
+      lastAfter = nvpField(line, 'end_object_size');
     }
   });
   const count = () => {
     counting = true;
-    allocatedMb = 0;
-    collections = 0;
-    return { stop: () => ((counting = false), { mb: allocatedMb, collections }) };
+    span = { mb: 0, collections: 0, scavenges: [], full: [], promotedBytes: 0 };
+    return { stop: () => ((counting = false), span) };
   };
   const cpu = () => new Promise<number>((ok) => {
     child.once('message', (m: { cpu: NodeJS.CpuUsage }) => ok(m.cpu.user + m.cpu.system));
@@ -88,7 +113,7 @@ async function send(pool: Pool, path: string, headers: Record<string, string>, b
 
 async function taskLife(): Promise<void> {
   const up = await start('stub-upstream.ts', [], {});
-  const gw = await start('media-gateway.ts', ['--trace-gc'], { UPSTREAM_URL: up.msg.url, BENCH_TIMING_SCALE: '1' });
+  const gw = await start('media-gateway.ts', GC_FLAGS, { UPSTREAM_URL: up.msg.url, BENCH_TIMING_SCALE: '1' });
   const pool = new Pool(gw.msg.url, { connections: 64 });
   const headers = { authorization: `Bearer ${gw.msg.key}`, 'content-type': 'application/json' };
   const creates = (n: number) => send(pool, '/vendors/provider_d/v1/model_d/generation', headers, createRequest(), n, 202);
@@ -100,8 +125,8 @@ async function taskLife(): Promise<void> {
   const refused = await creates(N);
   await settle();
   const cpuUs = (await gw.cpu()) - cpu0;
-  const { mb, collections } = counter.stop();
-  console.log(`${TREE}: ${((mb * 1024) / N).toFixed(1)} KB of heap allocated per task life (${N} creates, ${collections} collections); CPU ${(cpuUs / N).toFixed(0)} µs per create over the same span (5 s of it idle); ${refused} creates refused 503 and sent again`);
+  const c = counter.stop();
+  console.log(`${TREE}: ${((c.mb * 1024) / N).toFixed(1)} KB of heap allocated per task life (${N} creates, ${c.collections} collections); CPU ${(cpuUs / N).toFixed(0)} µs per create over the same span (5 s of it idle); ${refused} creates refused 503 and sent again; ${pauses(c, N)}`);
   await pool.close();
   gw.child.kill();
   up.child.kill();
@@ -111,7 +136,7 @@ async function chat(): Promise<void> {
   const { startBenchUpstream } = await import('./chat-upstream.ts');
   const upstream = await startBenchUpstream();
   for (const file of ['chat-gateway.ts', 'chat-minproxy.ts']) {
-    const proxy = await start(file, ['--trace-gc'], { UPSTREAM_URL: upstream.url });
+    const proxy = await start(file, GC_FLAGS, { UPSTREAM_URL: upstream.url });
     const pool = new Pool(proxy.msg.url, { connections: 64 });
     const headers: Record<string, string> = { 'content-type': 'application/json', ...(proxy.msg.key ? { authorization: `Bearer ${proxy.msg.key}` } : {}) };
     for (const stream of [false, true]) {
@@ -121,8 +146,8 @@ async function chat(): Promise<void> {
       const cpu0 = await proxy.cpu();
       await send(pool, '/v1/chat/completions', headers, body, N, 200);
       const cpuUs = (await proxy.cpu()) - cpu0;
-      const { mb, collections } = counter.stop();
-      console.log(`${file} ${stream ? 'stream' : 'sync'}: ${((mb * 1024) / N).toFixed(1)} KB of heap allocated per request (${N} requests, ${collections} collections); CPU ${(cpuUs / N).toFixed(0)} µs per request (${TREE})`);
+      const c = counter.stop();
+      console.log(`${file} ${stream ? 'stream' : 'sync'}: ${((c.mb * 1024) / N).toFixed(1)} KB of heap allocated per request (${N} requests, ${c.collections} collections); CPU ${(cpuUs / N).toFixed(0)} µs per request (${TREE}); ${pauses(c, N)}`);
     }
     await pool.close();
     proxy.child.kill();
