@@ -130,12 +130,13 @@ const NO_REQUEST: Record<string, unknown> = Object.freeze({});
  * its request (the submit body, pricing and the result mapping read it before the task ends;
  * it reads as {} after), its traceparent (its calls and events are over), and the submission's
  * and polls' bookkeeping. Its reads (GET, the console, an Idempotency-Key replay, a late push)
- * use none of them. Half of a retained record (docs/performance.md, "Peak RSS and the soak"):
+ * use none of them. Which pool member served it stays (`upstream_member`: one shared string, and
+ * what an operator asks of a finished task). Half of a retained record (docs/performance.md, "Peak RSS and the soak"):
  * the store keeps up to store.memory_finished_tasks (50,000) of them. A reader holding the
  * record from before (a poll that raced the end) keeps its own frozen snapshot, whole.
  */
 function finishedRecord(t: Readonly<TaskRecord>): Readonly<TaskRecord> {
-  const { request: _request, traceparent: _traceparent, submit_sent_at: _sent, checked_at: _checked, poll_n: _pollN, upstream_urls: _urls, upstream_member: _member, result_copy_error: _copyError, ...kept } = t;
+  const { request: _request, traceparent: _traceparent, submit_sent_at: _sent, checked_at: _checked, poll_n: _pollN, upstream_urls: _urls, result_copy_error: _copyError, ...kept } = t;
   return Object.freeze({ ...kept, request: NO_REQUEST });
 }
 
