@@ -27,17 +27,16 @@ export class LuaScript {
     this.sha = createHash('sha1').update(lua).digest('hex');
   }
 
-  async run(client: RedisClient, keys: readonly string[], args: readonly LuaArg[]): Promise<unknown> {
+  run(client: RedisClient, keys: readonly string[], args: readonly LuaArg[]): Promise<unknown> {
     // Keys and arguments as two lists: ioredis flattens a command's arguments once in any case
     // (Command's args.flat()), so a long ARGV (a chat group's admission: hundreds) is not also
-    // spread into the call's rest parameters.
+    // spread into the call's rest parameters. Not an async function: a chat's groups run two
+    // scripts, and a layer of promises each costs.
     const send = client as unknown as ListArgs;
-    try {
-      return await send.evalsha(this.sha, keys.length, keys, args);
-    } catch (err) {
+    return send.evalsha(this.sha, keys.length, keys, args).then(undefined, (err: unknown) => {
       if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
       return send.eval(this.lua, keys.length, keys, args);
-    }
+    });
   }
 }
 

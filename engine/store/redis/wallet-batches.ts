@@ -300,6 +300,8 @@ export class WalletBatches {
 
   private constructor(client: RedisClient, keys: Keys) {
     const k = (tenantId: string, ...names: string[]) => names.map((n) => keys.tenant(tenantId) + n);
+    // A request's admission is up to three calls (its rate counts, its day's spend, its hold): a
+    // group of 192 calls holds the admissions of 64 requests, as a group of closes holds 64 closes.
     this.admits = new KeyedBatches(async (tenantId, calls) => {
       // ADMIT's three sections: the rate counts, the spend reads, the holds; its answer likewise.
       const rates: string[] = [];
@@ -345,7 +347,7 @@ export class WalletBatches {
         }
       }
       return all;
-    });
+    }, 3 * 64);
     this.closes = new KeyedBatches(async (tenantId, calls) => {
       const [now, ttl] = calls[0]!.forget;
       const today = new Date(Number(now)).toISOString().slice(0, 10);
