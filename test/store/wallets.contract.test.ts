@@ -495,6 +495,28 @@ forEachBackend('WalletStore contract', (env) => {
         for (const ref of ['c3', 'c4']) expect((await s.charge(T, ref, 1, '', AT)).status).to.equal('duplicate');
         expect((await s.get(T)).balance).to.equal(10_000 - 5);
       });
+
+      it('keeps a closed hold of a new ref in the ring alone: a repeat while open, a moment after, or of its close is a duplicate; the snapshot has it', async () => {
+        const s = new MemoryWalletStore({ ledgerEntries: 40, closedHoldTtlMs: 3_600_000 });
+        await s.credit(T, 'topup', 'p', 10_000, '', AT);
+        const newRef = { upTo: true, newRef: true };
+        expect((await s.hold(T, 'n1', 100, '', AT, newRef)).status).to.equal('held');
+        expect((await s.hold(T, 'n1', 100, '', AT, newRef)).status, 'open').to.equal('duplicate');
+        expect((await s.settle(T, 'n1', 60, '', AT)).hold).to.deep.equal({ ref: 'n1', amount: 100, state: 'settled', settled: 60, released: 40, at: AT, charge: false });
+        expect((await s.hold(T, 'n1', 100, '', AT, newRef)).status, 'a moment after').to.equal('duplicate');
+        for (let i = 0; i < 30; i++) {
+          await s.hold(T, `m${i}`, 1, '', AT, newRef);
+          await s.release(T, `m${i}`, '', AT);
+        }
+        const again = await s.settle(T, 'n1', 60, '', AT);
+        expect(again.status, 'its close repeated, 30 closes later').to.equal('duplicate');
+        expect(again.hold).to.include({ state: 'settled', settled: 60 });
+        const snap = await s.snapshot(T);
+        expect(snap.holds.map((h) => h.ref)).to.deep.equal(['n1', ...Array.from({ length: 30 }, (_, i) => `m${i}`)]);
+        expect(snap.holds[0]).to.deep.equal({ ref: 'n1', amount: 100, state: 'settled', settled: 60, released: 40, at: AT, charge: false });
+        expect(checkLedger(snap).ok).to.equal(true);
+        expect((await s.get(T)).balance).to.equal(10_000 - 60);
+      });
     });
   }
 

@@ -54,18 +54,20 @@ interface WalletState {
   /** The archive lease (claimArchive): who may trim, until when. */
   lease?: { owner: string; until: number };
   /**
-   * Every hold by ref: open ones, and settled and released ones (charges included) until they are
-   * forgotten. One Map, so that a new hold's duplicate check is one lookup and a close changes the
-   * record in place (two Maps, open and closed, were a lookup, a delete and a set more per chat).
+   * Holds by ref: the open ones, and the settled and released ones (charges included) that may be
+   * held again, until they are forgotten. One Map, so that a hold's duplicate check is one lookup
+   * and a close changes the record in place. A hold of a new ref (HoldOptions.newRef: a chat's)
+   * leaves it when it closes and is kept in the ring alone: its ref is never held again, so the
+   * Map stays the size of the holds in flight and in cache (10,000 closed chat holds in it were a
+   * lookup and a set per hold, a delete per close, on a table out of cache: 2.2 µs a chat).
    */
-  holds: Map<string, HoldRecord>;
+  holds: Map<string, KeptHold>;
   /**
-   * The closed holds' refs in closing order, and when each is forgotten (ms; same index): a ring of
-   * at most `ledgerEntries` slots, the oldest at `closedStart`, `closedCount` of them. Filled by
-   * push until it is full, then reused in place; two flat arrays, not a pair per hold (a chat
-   * closes a hold per request, and the times array stores its numbers unboxed).
+   * Every closed hold in closing order, and when each is forgotten (ms; same index): a ring of at
+   * most `ledgerEntries` slots, the oldest at `closedStart`, `closedCount` of them. Filled by push
+   * until it is full, then reused in place; two flat arrays (the times stored unboxed).
    */
-  closedRefs: string[];
+  closedHolds: (KeptHold | undefined)[];
   closedUntil: number[];
   closedStart: number;
   closedCount: number;
@@ -74,6 +76,12 @@ interface WalletState {
   /** Whether `pastBound` was called for the lines kept now (reset when lines are trimmed). */
   pastBoundSaid: boolean;
 }
+
+/** A hold as kept: `newRef` when it was taken as one (HoldOptions.newRef); callers get a HoldRecord copy (copyHold). */
+type KeptHold = HoldRecord & { newRef?: true };
+
+/** Closed holds of new refs looked at by a repeated hold of a new ref ("closed a moment ago"). */
+const RECENT_CLOSED = 16;
 
 export class MemoryWalletStore implements WalletStore {
   private readonly wallets = new Map<string, WalletState>();
@@ -107,8 +115,8 @@ export class MemoryWalletStore implements WalletStore {
 
   async hold(tenantId: string, ref: string, amount: Milli, note: string, at: string, opts: HoldOptions = {}): Promise<HoldResult> {
     const s = this.state(tenantId);
-    const existing = s.holds.get(ref);
-    if (existing) return { status: 'duplicate', hold: { ...existing }, wallet: { ...s.wallet } };
+    const existing = s.holds.get(ref) ?? (opts.newRef ? recentlyClosed(s, ref) : undefined);
+    if (existing) return { status: 'duplicate', hold: copyHold(existing), wallet: { ...s.wallet } };
     if (opts.upTo && amount > 0) {
       const available = s.wallet.balance - s.wallet.held;
       if (available <= 0) return { status: 'insufficient', wallet: { ...s.wallet } };
@@ -116,10 +124,12 @@ export class MemoryWalletStore implements WalletStore {
     }
     if (amount > 0 && amount > s.wallet.balance - s.wallet.held) return { status: 'insufficient', wallet: { ...s.wallet } };
     this.append(s, 'hold', amount, ref, note, at);
-    const hold: HoldRecord = { ref, amount, state: 'open', settled: 0, released: 0, at, charge: false };
+    const hold: KeptHold = opts.newRef
+      ? { ref, amount, state: 'open', settled: 0, released: 0, at, charge: false, newRef: true }
+      : { ref, amount, state: 'open', settled: 0, released: 0, at, charge: false };
     s.holds.set(ref, hold);
     s.wallet.held += amount;
-    return { status: 'held', hold: { ...hold }, wallet: { ...s.wallet } };
+    return { status: 'held', hold: copyHold(hold), wallet: { ...s.wallet } };
   }
 
   async settle(tenantId: string, ref: string, actual: Milli, note: string, at: string): Promise<CloseResult> {
@@ -133,12 +143,13 @@ export class MemoryWalletStore implements WalletStore {
   async charge(tenantId: string, ref: string, amount: Milli, note: string, at: string): Promise<CloseResult> {
     const s = this.state(tenantId);
     const existing = s.holds.get(ref);
-    if (existing) return { status: 'duplicate', hold: { ...existing }, wallet: { ...s.wallet } };
+    if (existing) return { status: 'duplicate', hold: copyHold(existing), wallet: { ...s.wallet } };
     this.append(s, 'hold', amount, ref, note, at);
     this.append(s, 'settle', amount, ref, note, at);
     const hold: HoldRecord = { ref, amount, state: 'settled', settled: amount, released: 0, at, charge: true };
-    s.holds.set(ref, { ...hold }); // a copy: the caller may change this object
-    this.remember(s, ref);
+    const kept = copyHold(hold); // a copy: the caller may change this object
+    s.holds.set(ref, kept);
+    this.remember(s, kept);
     s.wallet.balance -= amount;
     return { status: 'closed', hold, wallet: { ...s.wallet } };
   }
@@ -169,7 +180,7 @@ export class MemoryWalletStore implements WalletStore {
 
   async openHolds(tenantId: string): Promise<HoldRecord[]> {
     const s = this.wallets.get(tenantId);
-    return s ? [...s.holds.values()].filter((h) => h.state === 'open' && h.amount > 0).map((h) => ({ ...h })) : [];
+    return s ? [...s.holds.values()].filter((h) => h.state === 'open' && h.amount > 0).map(copyHold) : [];
   }
 
   async snapshot(tenantId: string): Promise<WalletSnapshot> {
@@ -178,10 +189,11 @@ export class MemoryWalletStore implements WalletStore {
     // Holds in the order they were taken: open holds taken before the first entry kept, then the
     // order of the 'hold' entries kept (a closed hold may have been forgotten).
     const kept = new Set(entries.filter((e) => e.kind === 'hold').map((e) => e.ref));
-    const older = [...s.holds.values()].filter((h) => h.state === 'open' && !kept.has(h.ref)).map((h) => ({ ...h }));
+    const older = [...s.holds.values()].filter((h) => h.state === 'open' && !kept.has(h.ref)).map(copyHold);
+    const ring = new Map(s.closedHolds.flatMap((h) => (h ? [[h.ref, h] as const] : [])));
     const holds = [...kept].flatMap((ref) => {
-      const hold = s.holds.get(ref);
-      return hold ? [{ ...hold }] : [];
+      const hold = s.holds.get(ref) ?? ring.get(ref);
+      return hold ? [copyHold(hold)] : [];
     });
     const opening = s.opening.seq > 0 ? { opening: { ...s.opening } } : {};
     return { wallet: { ...s.wallet }, entries, holds: [...older, ...holds], ...opening };
@@ -232,9 +244,9 @@ export class MemoryWalletStore implements WalletStore {
 
   private close(tenantId: string, ref: string, actual: Milli | null, note: string, at: string): CloseResult {
     const s = this.state(tenantId);
-    const hold = s.holds.get(ref);
+    const hold = s.holds.get(ref) ?? s.closedHolds.find((h) => h?.ref === ref); // the ring: a repeat only
     if (!hold) return { status: 'unknown', wallet: { ...s.wallet } };
-    if (hold.state !== 'open') return { status: 'duplicate', hold: { ...hold }, wallet: { ...s.wallet } };
+    if (hold.state !== 'open') return { status: 'duplicate', hold: copyHold(hold), wallet: { ...s.wallet } };
     const settled = actual === null ? 0 : Math.min(Math.max(actual, 0), hold.amount);
     const released = hold.amount - settled;
     if (actual !== null) this.append(s, 'settle', settled, ref, note, at);
@@ -242,34 +254,36 @@ export class MemoryWalletStore implements WalletStore {
     hold.state = actual === null ? 'released' : 'settled';
     hold.settled = settled;
     hold.released = released;
-    this.remember(s, ref);
+    if (hold.newRef) s.holds.delete(ref);
+    this.remember(s, hold);
     s.wallet.held -= hold.amount;
     s.wallet.balance -= settled;
-    return { status: 'closed', hold: { ...hold }, wallet: { ...s.wallet } };
+    return { status: 'closed', hold: copyHold(hold), wallet: { ...s.wallet } };
   }
 
   /**
-   * Remembers that the hold `ref` (in `holds`) closed, until the retention passes or the wallet
-   * has `ledgerEntries` newer closed holds; forgets, oldest first, those past either bound.
+   * Remembers that `hold` closed, until the retention passes or the wallet has `ledgerEntries`
+   * newer closed holds; forgets, oldest first, those past either bound.
    */
-  private remember(s: WalletState, ref: string): void {
+  private remember(s: WalletState, hold: KeptHold): void {
     const now = this.clock.now();
     const cap = this.ledgerEntries;
     const ttl = this.closedHoldTtlMs;
     while (s.closedCount > 0 && (s.closedCount === cap || (ttl > 0 && s.closedUntil[s.closedStart]! <= now))) {
-      s.holds.delete(s.closedRefs[s.closedStart]!);
-      s.closedRefs[s.closedStart] = ''; // the ref string goes with its hold
+      const old = s.closedHolds[s.closedStart]!;
+      if (!old.newRef) s.holds.delete(old.ref);
+      s.closedHolds[s.closedStart] = undefined;
       s.closedStart = s.closedStart + 1 === cap ? 0 : s.closedStart + 1;
       s.closedCount--;
     }
     let at = s.closedStart + s.closedCount;
     if (at >= cap) at -= cap;
     // Until the ring is full its next slot is its end (the slots used run from start to the end).
-    if (at === s.closedRefs.length) {
-      s.closedRefs.push(ref);
+    if (at === s.closedHolds.length) {
+      s.closedHolds.push(hold);
       s.closedUntil.push(now + ttl);
     } else {
-      s.closedRefs[at] = ref;
+      s.closedHolds[at] = hold;
       s.closedUntil[at] = now + ttl;
     }
     s.closedCount++;
@@ -298,7 +312,7 @@ export class MemoryWalletStore implements WalletStore {
         head: 0,
         opening: { seq: 0, balance: 0, held: 0 },
         holds: new Map(),
-        closedRefs: [],
+        closedHolds: [],
         closedUntil: [],
         closedStart: 0,
         closedCount: 0,
@@ -309,6 +323,23 @@ export class MemoryWalletStore implements WalletStore {
     }
     return s;
   }
+}
+
+/** A caller's copy of a kept hold (never the `newRef` mark). */
+function copyHold(h: KeptHold): HoldRecord {
+  return { ref: h.ref, amount: h.amount, state: h.state, settled: h.settled, released: h.released, at: h.at, charge: h.charge };
+}
+
+/** A hold of a new ref among the newest closed ones (a repeat of a chat's hold a moment after it closed). */
+function recentlyClosed(s: WalletState, ref: string): KeptHold | undefined {
+  const cap = s.closedHolds.length;
+  for (let i = 1; i <= s.closedCount && i <= RECENT_CLOSED; i++) {
+    let at = s.closedStart + s.closedCount - i;
+    if (at >= cap) at -= cap;
+    const h = s.closedHolds[at];
+    if (h?.ref === ref) return h;
+  }
+  return undefined;
 }
 
 /** Folds the oldest entry kept (archived) into the opening (its effect on balance and held, as in store.ts). */
