@@ -3,10 +3,7 @@
 // start RUN_BATCH per turn with I/O served between batches, and close drops what waits.
 import { expect } from 'chai';
 import { MemoryJobScheduler, RUN_BATCH } from '../../engine/store/memory/job-scheduler.ts';
-
-const until = async (done: () => boolean, ms = 2000) => {
-  for (const end = Date.now() + ms; !done() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 2));
-};
+import { waitFor } from '../helpers/wait.ts';
 
 describe('memory job scheduler', () => {
   it('runs jobs in due order, those due together in the order they were scheduled', async () => {
@@ -18,7 +15,7 @@ describe('memory job scheduler', () => {
     await s.schedule('q', 'b1', { id: 'b1' }, 30);
     await s.schedule('q', 'b2', { id: 'b2' }, 30);
     await s.schedule('q', 'now', { id: 'now' }, 0);
-    await until(() => ran.length === 5);
+    await waitFor(() => ran.length === 5, 2000, 'five jobs run');
     expect(ran).to.deep.equal(['now', 'a', 'b1', 'b2', 'c']);
     await s.close();
   });
@@ -29,11 +26,11 @@ describe('memory job scheduler', () => {
     s.handle('q', async () => void ran++);
     await s.schedule('q', 'x', {}, 5);
     await s.schedule('q', 'x', {}, 5);
-    await until(() => ran === 1);
+    await waitFor(() => ran === 1, 2000, 'the job run once');
     await new Promise((r) => setTimeout(r, 20));
     expect(ran).to.equal(1);
     await s.schedule('q', 'x', {}, 0);
-    await until(() => ran === 2);
+    await waitFor(() => ran === 2, 2000, 'the job run again');
     expect(ran).to.equal(2);
     await s.close();
   });
@@ -49,7 +46,7 @@ describe('memory job scheduler', () => {
     const ticker = setInterval(() => turn++, 0);
     const tick = () => setImmediate(() => (turn++, turns.length < n && tick()));
     tick();
-    await until(() => turns.length === n);
+    await waitFor(() => turns.length === n, 2000, 'every job run');
     clearInterval(ticker);
     const perTurn = new Map<number, number>();
     for (const t of turns) perTurn.set(t, (perTurn.get(t) ?? 0) + 1);
@@ -65,7 +62,7 @@ describe('memory job scheduler', () => {
     s.handle('q', async (p) => void ran.push(String(p.id)));
     await s.schedule('q', 'late', { id: 'late' }, 200);
     await s.schedule('q', 'soon', { id: 'soon' }, 5);
-    await until(() => ran.length === 1);
+    await waitFor(() => ran.length === 1, 2000, 'the sooner job run');
     expect(ran).to.deep.equal(['soon']);
     await s.close();
     await new Promise((r) => setTimeout(r, 250));

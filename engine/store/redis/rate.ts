@@ -4,10 +4,11 @@
 // admission (./wallet-batches.ts): a request's nine counters (key, model and tenant scope ×
 // second, minute, day: three fields), its day's spend and its hold are one HMGET and one HSET. A
 // call for a newer window starts the count again, so the hash grows only with the tenant's keys
-// and models (a field for each), not with time. A counter with no tenant (failed authentications per client address) has a hash of
-// its own, `<p>{rl:<name>:<id>}`, counted by the RATE script below: every call made while its
-// previous call is in flight goes in one run (./batch.ts); it lives twice its longest window
-// past the last window turn (+ 60 s), so an address that stops leaves nothing behind.
+// and models (a field for each), not with time. A counter with no tenant (failed authentications
+// per client address) has a hash of its own, `<p>{rl:<name>:<id>}`, counted by the RATE script
+// below: every call made while its previous call is in flight goes in one run (./batch.ts); it
+// lives twice its longest window past the last window turn (+ 60 s), so an address that stops
+// leaves nothing behind.
 import type { RateCount, RateCounters } from '../../limits/store.ts';
 import { KeyedBatches } from './batch.ts';
 import { Keys, type RedisClient } from './keys.ts';
