@@ -5,20 +5,29 @@
 import type { Logger } from 'pino';
 import { observeRequest } from '../metrics/metrics.ts';
 
+/** The line's fields: the common ones first, then a route's own (the proxy's tokens, model). */
+export interface AccessLine {
+  trace_id: string | undefined;
+  method: string | undefined;
+  route: string | undefined;
+  path: string;
+  status: number;
+  latency_ms: number;
+  tenant_id: string | undefined;
+  [field: string]: unknown;
+}
+
 /**
- * The access line itself, for both planes (the front door's data plane, express's middleware
- * above). `extra` adds a route's own fields after the common ones (the proxy's tokens, model).
+ * The common fields, in the line's order; a route sets its own on the object after them. One
+ * object per line: built from a facts object and merged with a route's extra fields by spread,
+ * the line cost two more objects and a copy of its fields (about 0.1 µs of pino's 1.2–1.9).
  */
-export function logRequest(logger: Logger, r: { traceId?: string; method?: string; route?: string; path: string; status: number; latencyMs: number; tenantId?: string; code?: number }, extra?: Record<string, unknown>): void {
-  observeRequest(r.route ?? 'none', r.method ?? 'GET', r.status, r.code, r.latencyMs / 1000, r.tenantId);
-  logger.info({
-    trace_id: r.traceId,
-    method: r.method,
-    route: r.route,
-    path: r.path,
-    status: r.status,
-    latency_ms: Math.round(r.latencyMs * 1000) / 1000,
-    tenant_id: r.tenantId,
-    ...extra,
-  }, 'request');
+export function accessLine(traceId: string | undefined, method: string | undefined, route: string | undefined, path: string, status: number, latencyMs: number, tenantId: string | undefined): AccessLine {
+  return { trace_id: traceId, method, route, path, status, latency_ms: Math.round(latencyMs * 1000) / 1000, tenant_id: tenantId };
+}
+
+/** The access line itself, for both planes (the front door's data plane, express's middleware above), and its metrics. */
+export function logRequest(logger: Logger, line: AccessLine, latencyMs: number, code: number | undefined): void {
+  observeRequest(line.route ?? 'none', line.method ?? 'GET', line.status, code, latencyMs / 1000, line.tenant_id);
+  logger.info(line, 'request');
 }

@@ -10,7 +10,7 @@ import type { Express } from 'express';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { GatewayError } from '../errors/gateway-error.ts';
-import { logRequest } from './access-log.ts';
+import { accessLine, logRequest } from './access-log.ts';
 import { problemCodeOf, toGatewayError, writeProblem, writeTaskInfoValidationError } from './answer.ts';
 import { refuseWithoutHost } from './client-error.ts';
 import type { DataPlane, Match } from './data-plane.ts';
@@ -151,7 +151,8 @@ export class FrontDoor {
 
   private log(req: IncomingMessage, res: ServerResponse, visit: Omit<Visit, 'readBody'>): void {
     if (visit.logged) return;
-    logRequest(this.accessLog, { traceId: visit.trace.traceId, method: req.method, route: visit.route, path: visit.path, status: res.statusCode, latencyMs: performance.now() - visit.t0, tenantId: visit.tenantId, code: problemCodeOf(res) });
+    const latencyMs = performance.now() - visit.t0;
+    logRequest(this.accessLog, accessLine(visit.trace.traceId, req.method, visit.route, visit.path, res.statusCode, latencyMs, visit.tenantId), latencyMs, problemCodeOf(res));
   }
 }
 

@@ -22,7 +22,7 @@ import type { ExchangeEnd, StreamSink } from '../proxy/exchange.ts';
 import { ProxyCall, type ProxyService } from '../proxy/requests.ts';
 import { proxiedUpstreamError } from '../proxy/upstream-error.ts';
 import { UpstreamFailure } from '../upstream/failure.ts';
-import { logRequest } from './access-log.ts';
+import { accessLine, logRequest } from './access-log.ts';
 import { problemCodeOf, toGatewayError } from './answer.ts';
 import { sendProxyProblem } from './proxy-problem.ts';
 import type { Visit } from './visit.ts';
@@ -278,25 +278,25 @@ class ProxiedRequest implements StreamSink {
   private log(): void {
     const call = this.call;
     const u = call.usage;
-    const extra: Record<string, unknown> = {
-      gateway_ms: Math.round(this.gatewayMs * 1000) / 1000,
-      model: call.model,
-      outcome: this.clientGone && this.outcome === 'ok' ? 'client_closed' : this.outcome,
-    };
-    if (this.streamed) {
-      extra.stream = true;
-      extra.ttfb_ms = Math.round((call.exchange!.tHeaders - this.visit.t0) * 1000) / 1000;
-    }
-    if (u) {
-      extra.tokens_in = u.input;
-      extra.tokens_cached = u.cachedInput;
-      extra.tokens_out = u.output;
-      extra.tokens_estimated = u.estimated;
-      extra.charged_milli = call.charged;
-    }
-    if (call.dropped) extra.dropped_media = call.dropped;
     const code = problemCodeOf(this.res);
     call.observe(code, this.streamed);
-    logRequest(this.gw.accessLog, { traceId: this.visit.trace.traceId, method: this.req.method, route: call.route.key, path: this.visit.path, status: this.res.statusCode, latencyMs: performance.now() - this.visit.t0, tenantId: this.visit.tenantId, code }, extra);
+    const latencyMs = performance.now() - this.visit.t0;
+    const line = accessLine(this.visit.trace.traceId, this.req.method, call.route.key, this.visit.path, this.res.statusCode, latencyMs, this.visit.tenantId);
+    line.gateway_ms = Math.round(this.gatewayMs * 1000) / 1000;
+    line.model = call.model;
+    line.outcome = this.clientGone && this.outcome === 'ok' ? 'client_closed' : this.outcome;
+    if (this.streamed) {
+      line.stream = true;
+      line.ttfb_ms = Math.round((call.exchange!.tHeaders - this.visit.t0) * 1000) / 1000;
+    }
+    if (u) {
+      line.tokens_in = u.input;
+      line.tokens_cached = u.cachedInput;
+      line.tokens_out = u.output;
+      line.tokens_estimated = u.estimated;
+      line.charged_milli = call.charged;
+    }
+    if (call.dropped) line.dropped_media = call.dropped;
+    logRequest(this.gw.accessLog, line, latencyMs, code);
   }
 }

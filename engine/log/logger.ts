@@ -12,8 +12,17 @@ export function createLogger(level: LevelWithSilent, destination: pino.Destinati
   return pino({ level, base: { service: 'model-gateway' }, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, timestamp: isoTimestamp }, destination);
 }
 
-// pino's isoTime, with the text formatted once per millisecond.
-const isoTimestamp = () => `,"time":"${isoAt(Date.now())}"`;
+// pino's isoTime, with the field's text built once per millisecond (lines of one millisecond share it).
+let timeMs = Number.NaN;
+let timeField = '';
+const isoTimestamp = (): string => {
+  const ms = Date.now();
+  if (ms !== timeMs) {
+    timeMs = ms;
+    timeField = `,"time":"${isoAt(ms)}"`;
+  }
+  return timeField;
+};
 
 /**
  * stdout through sonic-boom (pino's destination), batched: lines collect until MIN_BATCH_BYTES
