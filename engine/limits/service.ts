@@ -92,6 +92,9 @@ export class LimitsService implements SpendGuard {
   /** A count of this process's cache clears (see effective()). */
   private generation = 0;
   private readonly changes: ChangeFeed;
+  /** The UTC day number today() last formatted, and its text. */
+  private day = Number.NaN;
+  private dayText = '';
 
   constructor(opts: LimitsServiceOptions) {
     this.store = opts.store;
@@ -155,12 +158,20 @@ export class LimitsService implements SpendGuard {
    * promise, never a throw, so a caller may start its other checks beside this one.
    */
   checkRequest(who: RequestIdentity): void | Promise<void> {
-    return settled(() => then(this.effective(who.tenantId, who.model), (eff) => {
-      const scopes: { scope: RateScope; id: string; windows: RateWindows }[] = [{ scope: 'key', id: who.keyId, windows: eff.rate.key }];
-      if (who.model !== undefined) scopes.push({ scope: 'model', id: `${who.tenantId}:${who.model}`, windows: eff.rate.model });
-      scopes.push({ scope: 'tenant', id: who.tenantId, windows: eff.rate.tenant });
-      return this.rates.check(scopes, who.tenantId);
-    }));
+    // No closure per request on the memory store: the limits are cached and the counters answer at once.
+    try {
+      const eff = this.effective(who.tenantId, who.model);
+      return eff instanceof Promise ? eff.then((e) => this.countRequest(who, e)) : this.countRequest(who, eff);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  private countRequest(who: RequestIdentity, eff: EffectiveLimits): void | Promise<void> {
+    const scopes: { scope: RateScope; id: string; windows: RateWindows }[] = [{ scope: 'key', id: who.keyId, windows: eff.rate.key }];
+    if (who.model !== undefined) scopes.push({ scope: 'model', id: `${who.tenantId}:${who.model}`, windows: eff.rate.model });
+    scopes.push({ scope: 'tenant', id: who.tenantId, windows: eff.rate.tenant });
+    return this.rates.check(scopes, who.tenantId);
   }
 
   /** Take a concurrent-task slot; throws 1005 when the tenant has its limit of active tasks. Idempotent per task. */
@@ -190,14 +201,24 @@ export class LimitsService implements SpendGuard {
    * answered at once (as checkRequest; a refusal is a rejected promise).
    */
   checkSpend(tenantId: string, milli: Milli = 1): void | Promise<void> {
-    return settled(() => {
+    try {
       assertMilli(milli, 'spend', { nonNegative: true });
-      return then(this.effective(tenantId, undefined), ({ dailySpend: limit }) => {
-        if (limit === null) return;
-        return then(this.store.spent(tenantId, this.today()), (spent) => {
-          if (spent + milli > limit) throw this.spendError(limit, spent);
-        });
-      });
+      const eff = this.effective(tenantId, undefined);
+      return eff instanceof Promise ? eff.then((e) => this.spendUnder(tenantId, milli, e.dailySpend)) : this.spendUnder(tenantId, milli, eff.dailySpend);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  private spendUnder(tenantId: string, milli: Milli, limit: Milli | null): void | Promise<void> {
+    if (limit === null) return;
+    const spent = this.store.spent(tenantId, this.today());
+    if (!(spent instanceof Promise)) {
+      if (spent + milli > limit) throw this.spendError(limit, spent);
+      return;
+    }
+    return spent.then((s) => {
+      if (s + milli > limit) throw this.spendError(limit, s);
     });
   }
 
@@ -240,21 +261,13 @@ export class LimitsService implements SpendGuard {
     );
   }
 
+  /** Today's UTC date ("YYYY-MM-DD"), formatted once a day: every chat asks (its spend check and record). */
   private today(): string {
-    return isoAt(this.clock.now()).slice(0, 10);
-  }
-}
-
-/** `f` of `v`: at once when `v` is a value, after it when a promise. */
-function then<T, U>(v: Maybe<T>, f: (t: T) => U | Promise<U>): U | Promise<U> {
-  return v instanceof Promise ? v.then(f) : f(v);
-}
-
-/** `f()`, with a throw turned into a rejected promise: a check's caller sees refusals one way. */
-function settled(f: () => void | Promise<void>): void | Promise<void> {
-  try {
-    return f();
-  } catch (err) {
-    return Promise.reject(err);
+    const day = Math.floor(this.clock.now() / DAY_MS);
+    if (day !== this.day) {
+      this.day = day;
+      this.dayText = isoAt(day * DAY_MS).slice(0, 10);
+    }
+    return this.dayText;
   }
 }

@@ -32,13 +32,16 @@ export function memoryRateCounters(): RateCounters {
 export class MemoryWindowCounters {
   private readonly windows = new Map<number, Map<string, number>>();
   private latest = -Infinity;
+  /** The latest window's counts: nearly every request counts in it, without a lookup by window number. */
+  private latestCounts: Map<string, number> | undefined;
 
   add(id: string, n: number): number {
-    let counts = this.windows.get(n);
+    let counts = n === this.latest ? this.latestCounts : this.windows.get(n);
     if (!counts) {
       this.windows.set(n, (counts = new Map()));
       if (n > this.latest) {
         this.latest = n;
+        this.latestCounts = counts;
         // The previous window stays for requests counted just before the turn.
         for (const old of this.windows.keys()) if (old < n - 1) this.windows.delete(old);
       }
