@@ -46,6 +46,12 @@ export class ProxyService {
   readonly billing: ProxyBilling;
   readonly logger: Logger;
   private readonly lists = new Map<string, ListCache>();
+  /**
+   * Each priced model's hold note, built once: a note per chat was a new string, kept with its
+   * ledger line (and flattened again when the line is archived). Only models with a price are
+   * held, so this is bounded by the price tables.
+   */
+  private readonly holdNotes = new Map<string, string>();
 
   constructor(vendors: readonly VendorPlan[], deps: ProxyServiceDeps) {
     this.admission = deps.admission;
@@ -67,6 +73,13 @@ export class ProxyService {
       }
     }
     this.routes = Object.freeze(routes);
+  }
+
+  /** The note of a hold for `model` (one string per model). */
+  holdNote(model: string): string {
+    let note = this.holdNotes.get(model);
+    if (note === undefined) this.holdNotes.set(model, (note = `${model}: held before the upstream call`));
+    return note;
   }
 
   /** Every (method, client path) served, aliases included. */
@@ -202,7 +215,7 @@ export class ProxyCall {
    */
   private hold(body: Record<string, unknown>): Promise<void> {
     const ref = chargeRef(this.route, this.trace.traceparent);
-    return this.service.billing.reserve(this.auth!.tenantId, ref, holdFor(this.route, this.price!, body), `${this.model}: held before the upstream call`).then(() => {
+    return this.service.billing.reserve(this.auth!.tenantId, ref, holdFor(this.route, this.price!, body), this.service.holdNote(this.model!)).then(() => {
       this.holdRef = ref;
     });
   }

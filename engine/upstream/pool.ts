@@ -119,8 +119,9 @@ export class UpstreamPool {
    * `healthyOnly` (a failover): no member whose breaker is open, rather than the one back soonest.
    */
   pick(exclude: ReadonlySet<string> = new Set(), opts: { healthyOnly?: boolean } = {}): Promise<PoolMember | undefined> {
+    // A pool of one (most vendors) has nothing to choose: no breaker read, no async layer, no list.
+    if (this.members.length === 1 && !opts.healthyOnly) return Promise.resolve(exclude.has(this.first.id) ? undefined : this.first);
     const candidates = this.members.filter((m) => !exclude.has(m.id));
-    // A pool of one (most vendors) has nothing to choose: no breaker read, no async layer.
     if (candidates.length === 0 || (candidates.length === 1 && !opts.healthyOnly)) return Promise.resolve(candidates[0]);
     return this.pickAmong(candidates, opts);
   }
