@@ -26,7 +26,7 @@ import { ledgerArchiveFailures, ledgerLinesArchived } from '../metrics/metrics.t
 import { LEDGER_ARCHIVE_PREFIX, type ResultBackend } from '../results/store.ts';
 import type { Clock } from '../util/clock.ts';
 import { prefixedId } from '../util/ids.ts';
-import type { LedgerEntry, LedgerPage, WalletStore } from './store.ts';
+import type { ArchiveSegment, LedgerEntry, LedgerPage, WalletStore } from './store.ts';
 
 const LEDGER_PREFIX = LEDGER_ARCHIVE_PREFIX;
 export const LEDGER_ARCHIVE_JOB = 'ledger.archive';
@@ -136,15 +136,17 @@ export class LedgerArchive {
     const before = this.d.retentionMs > 0 ? new Date(now - this.d.retentionMs).toISOString() : ''; // '': no line is old enough
     const batch = await this.d.store.claimArchive(tenantId, { owner: this.owner, now, leaseMs: this.d.leaseMs ?? 60_000, before, max: this.d.segmentLines ?? SEGMENT_LINES });
     if (batch.status !== 'ok') return 0;
-    const first = batch.entries[0]!;
-    const held = await this.write(segmentKey(tenantId, first), batch.entries);
-    const last = held.at(-1)!;
+    // A store that keeps its lines as a segment's bytes (memory) hands those; others the lines.
+    const seg = batch.segment ?? segmentOf(batch.entries);
+    const first = seg.first;
+    const held = await this.write(segmentKey(tenantId, first), seg);
+    const last = held.last;
     if (!(await this.d.store.trimArchived(tenantId, { owner: this.owner, first, last }))) {
       this.d.logger.warn({ tenantId, first: first.seq, last: last.seq }, 'ledger lines archived but not trimmed: another archiver moved first');
       return 0;
     }
-    ledgerLinesArchived.inc(held.length);
-    return held.length;
+    ledgerLinesArchived.inc(held.count);
+    return held.count;
   }
 
   /**
@@ -213,8 +215,8 @@ export class LedgerArchive {
    * stalled past its lease must not overwrite the copy written meanwhile): it is answered when its
    * lines are ours wherever both have one, else this throws and nothing is trimmed.
    */
-  private async write(key: string, entries: LedgerEntry[]): Promise<LedgerEntry[]> {
-    const body = ndjson(entries);
+  private async write(key: string, seg: ArchiveSegment): Promise<Pick<ArchiveSegment, 'count' | 'last'>> {
+    const body = seg.body;
     const stored = await this.d.backend.create(key, body, 'application/x-ndjson');
     this.segments.delete(key);
     this.index.delete(key.split('/')[1]!);
@@ -222,14 +224,20 @@ export class LedgerArchive {
       // Compared as bytes, a chunk at a time against what was written: no decoding, no second
       // copy of the segment (a segment a second on the memory store at chat rates).
       if (!(await readsBack(await this.d.backend.read(key), body))) throw new Error(`ledger segment ${key} reads back different from what was written`);
-      return entries;
+      return seg;
     }
+    const entries = parseSegment(body.toString());
     const there = parseSegment(await text(await this.d.backend.read(key)));
     const differs = there.findIndex((e, i) => i < entries.length && lineOf(e) !== lineOf(entries[i]!));
     if (!there.length || differs >= 0) throw new Error(`ledger segment ${key} is already there and holds other lines than ours (from seq ${there[differs]?.seq ?? entries[0]!.seq})`);
     this.d.logger.info({ key, ours: entries.length, there: there.length }, 'ledger segment already written (by a run cut short or another archiver): its lines are trimmed, not replaced');
-    return there;
+    return { count: there.length, last: there.at(-1)! };
   }
+}
+
+/** Lines handed as entries (a store that keeps them as records: Redis), as a segment. */
+function segmentOf(entries: LedgerEntry[]): ArchiveSegment {
+  return { body: ndjson(entries), count: entries.length, first: entries[0]!, last: entries.at(-1)! };
 }
 
 /**

@@ -517,6 +517,39 @@ forEachBackend('WalletStore contract', (env) => {
         expect(checkLedger(snap).ok).to.equal(true);
         expect((await s.get(T)).balance).to.equal(10_000 - 60);
       });
+
+      it('keeps lines and closed holds as bytes: JSON-hostile refs and notes, days, trims and compaction read back exactly', async () => {
+        const s = new MemoryWalletStore({ ledgerEntries: 40, closedHoldTtlMs: 3_600_000 });
+        await s.credit(T, 'topup', 'p', 1_000_000, '', AT);
+        const odd = (i: number) => `r${i} {"ref":"x", "q\\"} \n é ✓ ${'}'.repeat(i % 3)}`;
+        const newRef = { upTo: true, newRef: true };
+        const day = (i: number) => (i < 1500 ? '2026-03-01T23:59:59.000Z' : '2026-03-02T00:00:01.000Z');
+        let trimmed = 0;
+        for (let i = 0; i < 3000; i++) {
+          await s.hold(T, odd(i), 10, `note ${odd(i)}`, day(i), newRef);
+          await s.settle(T, odd(i), i % 10, `note ${odd(i)}`, day(i));
+          if (i % 97 !== 0) continue;
+          const c = await s.claimArchive(T, { owner: 'o', now: 0, leaseMs: 60_000, before: '', max: 500 });
+          if (c.status !== 'ok') continue;
+          const lines = c.segment!.body.toString().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { seq: number; at: string });
+          expect(lines.length).to.equal(c.segment!.count);
+          expect(new Set(lines.map((l) => l.at.slice(0, 10))).size, 'one day a segment').to.equal(1);
+          expect(lines.map((l) => l.seq)).to.deep.equal(Array.from({ length: lines.length }, (_, k) => c.archivedThrough + 1 + k));
+          expect(await s.trimArchived(T, { owner: 'o', first: c.segment!.first, last: c.segment!.last })).to.equal(true);
+          trimmed += lines.length;
+        }
+        const snap = await s.snapshot(T);
+        expect(snap.opening?.seq).to.equal(trimmed);
+        expect(checkLedger(snap).violations).to.deep.equal([]);
+        expect(snap.entries.at(-1)).to.include({ ref: odd(2999), note: `note ${odd(2999)}`, at: day(2999) });
+        const page = await s.list(T, 5);
+        expect(page.entries.map((e) => e.seq)).to.deep.equal([9001, 9000, 8999, 8998, 8997]);
+        expect(page.entries[0]).to.include({ kind: 'release', ref: odd(2999), amount: 10 - (2999 % 10) });
+        // A repeat of a close 30 closes back (past the 16 newest), and one forgotten (past 40).
+        expect((await s.settle(T, odd(2970), 5, '', AT)).hold).to.deep.equal({ ref: odd(2970), amount: 10, state: 'settled', settled: 0, released: 10, at: day(2970), charge: false });
+        expect((await s.settle(T, odd(2900), 5, '', AT)).status).to.equal('unknown');
+        expect((await s.get(T)).held).to.equal(0);
+      });
     });
   }
 

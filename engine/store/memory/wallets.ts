@@ -1,16 +1,18 @@
 // In-memory WalletStore. Each method does all its reads and writes synchronously, before its
 // first (and only) await point — the returned promise — so every method is atomic in one process.
-// Callers get copies, never the live records (but claimArchive's read-only lines).
-// History is bounded, in plain Maps: ledger lines leave only through the archive
+// Callers get copies, never the live records.
+// History is bounded: ledger lines (kept as their NDJSON bytes, ledger-lines.ts) leave only through the archive
 // (engine/billing/ledger-archive.ts writes them to NDJSON segments, then trimArchived folds them
 // into the wallet's opening state, so balance and held stay exact: they are running sums); the
 // archive takes lines past the retention, and any beyond the newest `ledgerEntries`. Closed holds are forgotten `closedHoldTtlMs` after they closed, like the
 // finished tasks they belong to, or sooner once the wallet has `ledgerEntries` of them (a chat
 // charge closes a hold per request: at hundreds of requests a second, a 30-day retention alone
-// would be no bound). A closed hold is needed only while its settle, release or charge may be
+// would be no bound; closed-holds.ts keeps a chat's as bytes). A closed hold is needed only while its settle, release or charge may be
 // repeated (seconds to the sweep's grace), so forgetting the oldest is safe. The Redis adapter archives
 // the same way and forgets closed holds after the same retention (see redis/wallets.ts).
 import { prefixedId } from '../../util/ids.ts';
+import { ClosedHolds, copyHold, type KeptHold } from './closed-holds.ts';
+import { LedgerLines } from './ledger-lines.ts';
 import {
   applyLowBalance,
   type ArchiveBatch,
@@ -46,9 +48,8 @@ export const DEFAULT_LEDGER_ENTRIES = 10_000;
 
 interface WalletState {
   wallet: WalletRecord;
-  /** The newest ledger entries, oldest first, from `entries[head]`. */
-  entries: LedgerEntry[];
-  head: number;
+  /** The newest ledger lines, oldest first (seqs opening.seq + 1 to wallet.seq). */
+  lines: LedgerLines;
   /** The wallet before the first entry kept (all zero until an entry is archived). */
   opening: LedgerOpening;
   /** The archive lease (claimArchive): who may trim, until when. */
@@ -62,26 +63,13 @@ interface WalletState {
    * lookup and a set per hold, a delete per close, on a table out of cache: 2.2 µs a chat).
    */
   holds: Map<string, KeptHold>;
-  /**
-   * Every closed hold in closing order, and when each is forgotten (ms; same index): a ring of at
-   * most `ledgerEntries` slots, the oldest at `closedStart`, `closedCount` of them. Filled by push
-   * until it is full, then reused in place; two flat arrays (the times stored unboxed).
-   */
-  closedHolds: (KeptHold | undefined)[];
-  closedUntil: number[];
-  closedStart: number;
-  closedCount: number;
+  /** Every closed hold in closing order (at most `ledgerEntries`), with when each is forgotten. */
+  closed: ClosedHolds;
   /** `${kind}:${ref}` -> the credit entry, for idempotent top-ups and adjustments. */
   credits: Map<string, LedgerEntry>;
   /** Whether `pastBound` was called for the lines kept now (reset when lines are trimmed). */
   pastBoundSaid: boolean;
 }
-
-/** A hold as kept: `newRef` when it was taken as one (HoldOptions.newRef); callers get a HoldRecord copy (copyHold). */
-type KeptHold = HoldRecord & { newRef?: true };
-
-/** Closed holds of new refs looked at by a repeated hold of a new ref ("closed a moment ago"). */
-const RECENT_CLOSED = 16;
 
 export class MemoryWalletStore implements WalletStore {
   private readonly wallets = new Map<string, WalletState>();
@@ -115,7 +103,7 @@ export class MemoryWalletStore implements WalletStore {
 
   async hold(tenantId: string, ref: string, amount: Milli, note: string, at: string, opts: HoldOptions = {}): Promise<HoldResult> {
     const s = this.state(tenantId);
-    const existing = s.holds.get(ref) ?? (opts.newRef ? recentlyClosed(s, ref) : undefined);
+    const existing = s.holds.get(ref) ?? (opts.newRef ? s.closed.recentlyClosed(ref) : undefined);
     if (existing) return { status: 'duplicate', hold: copyHold(existing), wallet: { ...s.wallet } };
     if (opts.upTo && amount > 0) {
       const available = s.wallet.balance - s.wallet.held;
@@ -156,12 +144,12 @@ export class MemoryWalletStore implements WalletStore {
 
   async list(tenantId: string, limit: number, beforeSeq?: number): Promise<LedgerPage> {
     const s = this.state(tenantId);
-    // Seqs are consecutive: seq n is at entries[first + n], so a page is a slice.
-    const first = s.head - s.opening.seq - 1; // the index seq 0 would have
-    const end = beforeSeq === undefined ? s.entries.length : Math.min(s.entries.length, Math.max(s.head, first + beforeSeq));
-    const start = Math.max(s.head, end - limit);
-    const page = s.entries.slice(start, end).map((e) => ({ ...e })).reverse();
-    return { entries: page, nextBeforeSeq: start > s.head ? start - first : null, archivedThrough: s.opening.seq };
+    // Seqs are consecutive, so a page is the seqs from `start` up to `end`.
+    const kept = s.lines.firstSeq;
+    const end = beforeSeq === undefined ? s.lines.lastSeq + 1 : Math.min(s.lines.lastSeq + 1, Math.max(kept, beforeSeq));
+    const start = Math.max(kept, end - limit);
+    const page = s.lines.slice(start, end).reverse();
+    return { entries: page, nextBeforeSeq: start > kept ? start : null, archivedThrough: s.opening.seq };
   }
 
   async setThreshold(tenantId: string, threshold: Milli | null): Promise<WalletRecord> {
@@ -185,12 +173,12 @@ export class MemoryWalletStore implements WalletStore {
 
   async snapshot(tenantId: string): Promise<WalletSnapshot> {
     const s = this.state(tenantId);
-    const entries = s.entries.slice(s.head).map((e) => ({ ...e }));
+    const entries = s.lines.slice(s.lines.firstSeq, s.lines.lastSeq + 1);
     // Holds in the order they were taken: open holds taken before the first entry kept, then the
     // order of the 'hold' entries kept (a closed hold may have been forgotten).
     const kept = new Set(entries.filter((e) => e.kind === 'hold').map((e) => e.ref));
     const older = [...s.holds.values()].filter((h) => h.state === 'open' && !kept.has(h.ref)).map(copyHold);
-    const ring = new Map(s.closedHolds.flatMap((h) => (h ? [[h.ref, h] as const] : [])));
+    const ring = new Map(s.closed.all().map((h) => [h.ref, h] as const));
     const holds = [...kept].flatMap((ref) => {
       const hold = s.holds.get(ref) ?? ring.get(ref);
       return hold ? [copyHold(hold)] : [];
@@ -204,31 +192,42 @@ export class MemoryWalletStore implements WalletStore {
     const archivedThrough = s.opening.seq;
     if (s.lease && s.lease.owner !== c.owner && s.lease.until > c.now) return { status: 'busy', archivedThrough, entries: [] };
     const keep = c.keep ?? this.ledgerEntries;
-    const kept = s.entries.length - s.head;
-    // The kept lines themselves, not copies (the one exception to "callers get copies"): the
-    // archive only reads them, and entries are never changed once written; a segment is 5,000 of
-    // them, a chat's three lines on the memory store.
-    const out: LedgerEntry[] = [];
-    let day = '';
-    for (let i = s.head; i < s.entries.length && out.length < c.max; i++) {
-      const e = s.entries[i]!;
-      const forced = keep > 0 && kept - out.length > keep;
-      if (!forced && e.at >= c.before) break;
-      if (!out.length) day = e.at.slice(0, 10);
-      else if (!e.at.startsWith(day)) break;
-      out.push(e);
+    const lines = s.lines;
+    const kept = lines.length;
+    const from = lines.firstSeq;
+    const nextDay = lines.nextDay(from); // one UTC day a segment
+    let n = 0;
+    for (let seq = from; seq <= lines.lastSeq && n < c.max && seq < nextDay; seq++, n++) {
+      const forced = keep > 0 && kept - n > keep;
+      if (!forced && (c.before === '' || lines.get(seq).at >= c.before)) break; // '': no line is old enough
     }
-    if (!out.length) return { status: 'none', archivedThrough, entries: [] };
+    if (n === 0) return { status: 'none', archivedThrough, entries: [] };
     s.lease = { owner: c.owner, until: c.now + c.leaseMs };
-    return { status: 'ok', archivedThrough, entries: out };
+    // The lines as the bytes they are kept in (a copy): no 5,000 objects made for a segment.
+    const last = lines.get(from + n - 1);
+    return { status: 'ok', archivedThrough, entries: [], segment: { body: lines.ndjson(from, from + n - 1), count: n, first: lines.get(from), last } };
   }
 
   async trimArchived(tenantId: string, t: TrimRequest): Promise<boolean> {
     const s = this.state(tenantId);
     if (s.lease?.owner !== t.owner || s.opening.seq + 1 !== t.first.seq) return false;
     const n = t.last.seq - t.first.seq + 1;
-    if (s.entries.length - s.head < n || s.entries[s.head]!.id !== t.first.id || s.entries[s.head + n - 1]!.id !== t.last.id) return false;
-    for (let i = 0; i < n; i++) foldOldest(s);
+    if (n < 1 || s.lines.length < n || s.lines.get(t.first.seq).id !== t.first.id || s.lines.get(t.last.seq).id !== t.last.id) return false;
+    // Folds the archived lines into the opening (their effect on balance and held, as in store.ts).
+    const o = s.opening;
+    for (let seq = t.first.seq; seq <= t.last.seq; seq++) {
+      const kind = s.lines.kindOf(seq);
+      const amount = s.lines.amountOf(seq);
+      if (kind === 'topup' || kind === 'adjustment') o.balance += amount;
+      else if (kind === 'hold') o.held += amount;
+      else if (kind === 'release') o.held -= amount;
+      else {
+        o.held -= amount;
+        o.balance -= amount;
+      }
+    }
+    o.seq = t.last.seq;
+    s.lines.dropOldest(n);
     s.pastBoundSaid = false;
     return true;
   }
@@ -244,7 +243,7 @@ export class MemoryWalletStore implements WalletStore {
 
   private close(tenantId: string, ref: string, actual: Milli | null, note: string, at: string): CloseResult {
     const s = this.state(tenantId);
-    const hold = s.holds.get(ref) ?? s.closedHolds.find((h) => h?.ref === ref); // the ring: a repeat only
+    const hold = s.holds.get(ref) ?? s.closed.find(ref); // the ring: a repeat only
     if (!hold) return { status: 'unknown', wallet: { ...s.wallet } };
     if (hold.state !== 'open') return { status: 'duplicate', hold: copyHold(hold), wallet: { ...s.wallet } };
     const settled = actual === null ? 0 : Math.min(Math.max(actual, 0), hold.amount);
@@ -267,36 +266,21 @@ export class MemoryWalletStore implements WalletStore {
    */
   private remember(s: WalletState, hold: KeptHold): void {
     const now = this.clock.now();
-    const cap = this.ledgerEntries;
     const ttl = this.closedHoldTtlMs;
-    while (s.closedCount > 0 && (s.closedCount === cap || (ttl > 0 && s.closedUntil[s.closedStart]! <= now))) {
-      const old = s.closedHolds[s.closedStart]!;
-      if (!old.newRef) s.holds.delete(old.ref);
-      s.closedHolds[s.closedStart] = undefined;
-      s.closedStart = s.closedStart + 1 === cap ? 0 : s.closedStart + 1;
-      s.closedCount--;
+    while (s.closed.oldestDue(now, ttl)) {
+      const old = s.closed.forgetOldest();
+      if (old) s.holds.delete(old.ref); // a hold that may be held again (not a new ref's) leaves the Map too
     }
-    let at = s.closedStart + s.closedCount;
-    if (at >= cap) at -= cap;
-    // Until the ring is full its next slot is its end (the slots used run from start to the end).
-    if (at === s.closedHolds.length) {
-      s.closedHolds.push(hold);
-      s.closedUntil.push(now + ttl);
-    } else {
-      s.closedHolds[at] = hold;
-      s.closedUntil[at] = now + ttl;
-    }
-    s.closedCount++;
+    s.closed.add(hold, now + ttl);
   }
 
-  /** Appends a ledger entry; returns the kept one (never changed after it is written: callers get copies). */
+  /** Appends a ledger line; returns it (a new object: the store keeps the line's bytes). */
   private append(s: WalletState, kind: LedgerKind, amount: Milli, ref: string, note: string, at: string): LedgerEntry {
-    const seq = ++s.wallet.seq;
-    const entry: LedgerEntry = { id: prefixedId('led_'), seq, at, kind, amount, ref, note };
-    s.entries.push(entry);
-    // Lines past the bound wait in the heap for the archive: a chat burst at thousands a second
+    const entry: LedgerEntry = { id: prefixedId('led_'), seq: ++s.wallet.seq, at, kind, amount, ref, note };
+    s.lines.push(entry);
+    // Lines past the bound wait in memory for the archive: a chat burst at thousands a second
     // held 150 MB of them within the archive's minute (docs/performance.md, peak heap).
-    if (this.pastBound && !s.pastBoundSaid && s.entries.length - s.head >= this.ledgerEntries + this.pastBound.lines) {
+    if (this.pastBound && !s.pastBoundSaid && s.lines.length >= this.ledgerEntries + this.pastBound.lines) {
       s.pastBoundSaid = true;
       this.pastBound.due(s.wallet.tenantId);
     }
@@ -308,55 +292,15 @@ export class MemoryWalletStore implements WalletStore {
     if (!s) {
       s = {
         wallet: { tenantId, balance: 0, held: 0, threshold: null, alertState: 'NORMAL', lastAlertAt: null, seq: 0 },
-        entries: [],
-        head: 0,
+        lines: new LedgerLines(),
         opening: { seq: 0, balance: 0, held: 0 },
         holds: new Map(),
-        closedHolds: [],
-        closedUntil: [],
-        closedStart: 0,
-        closedCount: 0,
+        closed: new ClosedHolds(this.ledgerEntries),
         credits: new Map(),
         pastBoundSaid: false,
       };
       this.wallets.set(tenantId, s);
     }
     return s;
-  }
-}
-
-/** A caller's copy of a kept hold (never the `newRef` mark). */
-function copyHold(h: KeptHold): HoldRecord {
-  return { ref: h.ref, amount: h.amount, state: h.state, settled: h.settled, released: h.released, at: h.at, charge: h.charge };
-}
-
-/** A hold of a new ref among the newest closed ones (a repeat of a chat's hold a moment after it closed). */
-function recentlyClosed(s: WalletState, ref: string): KeptHold | undefined {
-  const cap = s.closedHolds.length;
-  for (let i = 1; i <= s.closedCount && i <= RECENT_CLOSED; i++) {
-    let at = s.closedStart + s.closedCount - i;
-    if (at >= cap) at -= cap;
-    const h = s.closedHolds[at];
-    if (h?.ref === ref) return h;
-  }
-  return undefined;
-}
-
-/** Folds the oldest entry kept (archived) into the opening (its effect on balance and held, as in store.ts). */
-function foldOldest(s: WalletState): void {
-  const e = s.entries[s.head++]!;
-  const o = s.opening;
-  o.seq = e.seq;
-  if (e.kind === 'topup' || e.kind === 'adjustment') o.balance += e.amount;
-  else if (e.kind === 'hold') o.held += e.amount;
-  else if (e.kind === 'release') o.held -= e.amount;
-  else {
-    o.held -= e.amount;
-    o.balance -= e.amount;
-  }
-  // Drop the folded prefix once it is most of the array (amortised O(1) per entry).
-  if (s.head > 1024 && s.head * 2 > s.entries.length) {
-    s.entries = s.entries.slice(s.head);
-    s.head = 0;
   }
 }
