@@ -18,7 +18,6 @@ import { within } from '../../util/within.ts';
 export const RUN_BATCH = 32;
 
 interface Job {
-  key: string;
   queue: string;
   jobId: string;
   payload: Record<string, unknown>;
@@ -32,7 +31,11 @@ const byDueTime = (a: Job, b: Job) => a.dueAt - b.dueAt || a.seq - b.seq;
 /** In-process scheduler for the embedded (memory) mode. Jobs die with the process. */
 export class MemoryJobScheduler implements JobScheduler {
   private readonly handlers = new Map<string, JobHandler>();
-  private readonly pending = new Map<string, Job>();
+  /**
+   * The pending jobs by queue, then job id: a `${queue}:${jobId}` key would be two more strings
+   * for each waiting job (a poll waits seconds, so under load tens of thousands wait at once).
+   */
+  private readonly pending = new Map<string, Map<string, Job>>();
   /** The pending jobs, earliest (dueAt, seq) first. */
   private heap = new TinyQueue<Job>([], byDueTime);
   private seq = 0;
@@ -54,10 +57,11 @@ export class MemoryJobScheduler implements JobScheduler {
 
   async schedule(queue: string, jobId: string, payload: Record<string, unknown>, delayMs: number): Promise<void> {
     if (this.closed) return;
-    const key = `${queue}:${jobId}`;
-    if (this.pending.has(key)) return;
-    const job: Job = { key, queue, jobId, payload, dueAt: performance.now() + Math.max(0, delayMs), seq: this.seq++ };
-    this.pending.set(key, job);
+    let waiting = this.pending.get(queue);
+    if (!waiting) this.pending.set(queue, (waiting = new Map()));
+    if (waiting.has(jobId)) return;
+    const job: Job = { queue, jobId, payload, dueAt: performance.now() + Math.max(0, delayMs), seq: this.seq++ };
+    waiting.set(jobId, job);
     this.heap.push(job);
     this.arm();
   }
@@ -87,7 +91,7 @@ export class MemoryJobScheduler implements JobScheduler {
   };
 
   private start(job: Job): void {
-    this.pending.delete(job.key);
+    this.pending.get(job.queue)?.delete(job.jobId);
     const handler = this.handlers.get(job.queue);
     if (!handler) return this.onError(job.queue, job.jobId, new Error(`no handler for queue ${job.queue}`));
     const run = handler(job.payload)
@@ -105,12 +109,14 @@ export class MemoryJobScheduler implements JobScheduler {
     const now = performance.now();
     const byQueue = new Map<string, QueueStats>();
     for (const queue of this.handlers.keys()) byQueue.set(queue, { queue, due: 0, delayed: 0, lagSeconds: 0 });
-    for (const { queue, dueAt } of this.pending.values()) {
+    for (const [queue, waiting] of this.pending) {
       const q = byQueue.get(queue) ?? { queue, due: 0, delayed: 0, lagSeconds: 0 };
-      if (dueAt <= now) {
-        q.due++;
-        q.lagSeconds = Math.max(q.lagSeconds, (now - dueAt) / 1000);
-      } else q.delayed++;
+      for (const { dueAt } of waiting.values()) {
+        if (dueAt <= now) {
+          q.due++;
+          q.lagSeconds = Math.max(q.lagSeconds, (now - dueAt) / 1000);
+        } else q.delayed++;
+      }
       byQueue.set(queue, q);
     }
     return [...byQueue.values()];
