@@ -72,7 +72,16 @@ export class PricingConfigError extends Error {
 }
 
 type QuantityFn = (request: unknown, bindings: Record<string, unknown>) => Promise<number>;
-type PriceFn = (request: unknown, bindings: Record<string, unknown>) => Promise<{ price: Decimal; key?: string }>;
+/** A unit price with its USD text (written once, when the descriptor is compiled) and, from a table, its key. */
+interface UnitPrice {
+  price: Decimal;
+  usd: string;
+  key?: string;
+}
+type PriceFn = (request: unknown, bindings: Record<string, unknown>) => Promise<UnitPrice>;
+
+/** What a hold's expressions see: the request alone. */
+const NO_BINDINGS: Record<string, unknown> = Object.freeze({});
 
 export const DEFAULT_CREDITS_PER_USD = 100;
 
@@ -99,21 +108,26 @@ export function compilePricing(block: unknown, opts: PricingOptions = {}): Price
   const holdQty = compileQuantity(block.quantity ?? 1, '/quantity', label);
   const settleQty = block.settle_quantity === undefined ? holdQty : compileQuantity(block.settle_quantity, '/settle_quantity', label);
 
+  // The price, then the quantity, each awaited in turn: a Promise.all of the two was an array,
+  // two resolve functions and a promise more per quote, three quotes per task life (hold, and the
+  // settlement's two) for answers that are ready at once (docs/performance.md, "Large objects and
+  // what a task life promotes").
   const quote = async (request: unknown, qty: QuantityFn, bindings: Record<string, unknown>): Promise<PriceQuote> => {
-    const [{ price, key }, quantity] = await Promise.all([priceOf(request, bindings), qty(request, bindings)]);
+    const { price, usd, key } = await priceOf(request, bindings);
+    const quantity = await qty(request, bindings);
     let milli: Milli;
     try {
       milli = usdToMilli(price, creditsPerUsd, quantity);
     } catch (err) {
-      throw configError(label, `the price ${decimalToString(price)} x ${quantity} is out of range`, err);
+      throw configError(label, `the price ${usd} x ${quantity} is out of range`, err);
     }
-    return { milli, quantity, unitPriceUsd: decimalToString(price), ...(key === undefined ? {} : { tableKey: key }) };
+    return key === undefined ? { milli, quantity, unitPriceUsd: usd } : { milli, quantity, unitPriceUsd: usd, tableKey: key };
   };
 
-  const quoteHold = (request: unknown) => quote(request, holdQty, {});
+  const quoteHold = (request: unknown) => quote(request, holdQty, NO_BINDINGS);
   const quoteSettle = async (request: unknown, result?: unknown, upstream?: unknown): Promise<PriceQuote> => {
-    const bindings = { result: result ?? {}, upstream: upstream ?? {} };
-    const [held, settled] = await Promise.all([quoteHold(request), quote(request, settleQty, bindings)]);
+    const held = await quoteHold(request);
+    const settled = await quote(request, settleQty, { result: result ?? {}, upstream: upstream ?? {} });
     return settled.milli > held.milli ? { ...settled, milli: held.milli } : settled;
   };
 
@@ -133,7 +147,8 @@ export function compilePricing(block: unknown, opts: PricingOptions = {}): Price
 function compilePrice(spec: unknown, label: string): { fn: PriceFn; summary: string } {
   if (typeof spec === 'string') {
     const price = parseUsd(spec, '/unit_price');
-    return { fn: async () => ({ price }), summary: spec };
+    const unitPrice: UnitPrice = Object.freeze({ price, usd: decimalToString(price) });
+    return { fn: async () => unitPrice, summary: spec };
   }
   if (!isObject(spec)) {
     throw new PricingConfigError('/unit_price', 'unit_price must be a quoted USD decimal string ("0.085") or {by, table}');
@@ -146,10 +161,13 @@ function compilePrice(spec: unknown, label: string): { fn: PriceFn; summary: str
   if (!isObject(spec.table) || Object.keys(spec.table).length === 0) {
     throw new PricingConfigError('/unit_price/table', 'table must map keys to USD decimal strings');
   }
-  const table = new Map<string, Decimal>();
-  for (const [k, v] of Object.entries(spec.table)) table.set(k, parseUsd(v, `/unit_price/table/${escapePointer(k)}`));
+  const table = new Map<string, UnitPrice>();
+  for (const [k, v] of Object.entries(spec.table)) {
+    const price = parseUsd(v, `/unit_price/table/${escapePointer(k)}`);
+    table.set(k, Object.freeze({ price, usd: decimalToString(price), key: k }));
+  }
   return {
-    summary: [...table].map(([k, v]) => `${k} ${decimalToString(v)}`).join(', '),
+    summary: [...table].map(([k, v]) => `${k} ${v.usd}`).join(', '),
     fn: async (request, bindings) => {
       const key = await evaluate(by, request, bindings, label);
       if (typeof key !== 'string' && typeof key !== 'number') {
@@ -157,7 +175,7 @@ function compilePrice(spec: unknown, label: string): { fn: PriceFn; summary: str
       }
       const price = table.get(String(key));
       if (!price) throw configError(label, `unit_price.by returned "${key}", which is not in the price table (${[...table.keys()].join(', ')})`);
-      return { price, key: String(key) };
+      return price;
     },
   };
 }
