@@ -15,8 +15,8 @@ export type KeptHold = HoldRecord & { newRef?: true };
 
 /** Closed holds looked at by a repeated hold of a new ref. */
 const RECENT = 16;
-const FIRST_BYTES = 4096;
-const FIRST_SLOTS = 16;
+const FIRST_BYTES = 1024;
+const FIRST_SLOTS = 8;
 
 export class ClosedHolds {
   private readonly cap: number;
@@ -29,7 +29,7 @@ export class ClosedHolds {
   private head = 0;
   count = 0;
   /** The records of new-ref slots, oldest first, from `start`. */
-  private bytes: Buffer = Buffer.allocUnsafe(FIRST_BYTES);
+  private bytes: Buffer = Buffer.alloc(0);
   private start = 0;
   private used = 0;
   /** The newest closed holds, as objects (any kind), a ring of RECENT. */
@@ -65,7 +65,7 @@ export class ClosedHolds {
     if (hold.newRef) {
       const record = JSON.stringify(copyHold(hold));
       const most = this.used + record.length * 3 + 1;
-      if (most > this.bytes.length) this.compactOrGrow(most);
+      if (most > this.bytes.length) this.compactOrGrow(Math.max(most, FIRST_BYTES));
       this.used += this.bytes.write(record, this.used);
       this.bytes[this.used++] = 0x0a; // one record a line: a '\n' is never raw inside JSON
       this.ends[k] = this.used;

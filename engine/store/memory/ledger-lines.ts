@@ -12,17 +12,19 @@ import type { LedgerEntry, LedgerKind } from '../../billing/store.ts';
 
 const KINDS: readonly LedgerKind[] = ['topup', 'hold', 'settle', 'release', 'adjustment'];
 const KIND_CODE: Record<LedgerKind, number> = { topup: 0, hold: 1, settle: 2, release: 3, adjustment: 4 };
-/** A new wallet's first buffer (grown by doubling): most wallets keep few lines. */
-const FIRST_BYTES = 4096;
-const FIRST_LINES = 16;
+/** A wallet's first buffer, at its first line (grown by doubling): most wallets keep few lines. */
+const FIRST_BYTES = 1024;
+const FIRST_LINES = 8;
+/** Dropped lines past which the kept ones move to the front (or to smaller arrays, after a burst the archive caught up with). */
+const COMPACT_AFTER = 1024;
 
 export class LedgerLines {
   /** The lines' bytes; line `i` (an index into the arrays below) is bytes[starts[i], end(i)). */
-  private bytes: Buffer = Buffer.allocUnsafe(FIRST_BYTES);
+  private bytes: Buffer = EMPTY;
   private used = 0;
-  private starts = new Float64Array(FIRST_LINES);
-  private amounts = new Float64Array(FIRST_LINES);
-  private kinds = new Uint8Array(FIRST_LINES);
+  private starts = new Float64Array(0);
+  private amounts = new Float64Array(0);
+  private kinds = new Uint8Array(0);
   /** Indices of the first line kept and past the last; the seq of line `first` is `firstSeq`. */
   private first = 0;
   private end = 0;
@@ -41,11 +43,16 @@ export class LedgerLines {
     return this.firstSeq + this.length - 1;
   }
 
+  /** Bytes held for the lines (their buffer's size): the memory a wallet's lines take, for tests and audits. */
+  get capacity(): number {
+    return this.bytes.length + this.starts.length * 17;
+  }
+
   /** Appends `e` (its seq must be lastSeq + 1) as its JSON line. */
   push(e: LedgerEntry): void {
     const line = JSON.stringify(e);
     const most = this.used + line.length * 3 + 1; // UTF-8: 3 bytes a UTF-16 unit at most, and the '\n'
-    if (most > this.bytes.length) this.bytes = regrown(this.bytes, this.used, most);
+    if (most > this.bytes.length) this.bytes = regrown(this.bytes, this.used, Math.max(most, FIRST_BYTES));
     if (this.end === this.starts.length) this.growLines();
     const i = this.end++;
     this.starts[i] = this.used;
@@ -99,42 +106,62 @@ export class LedgerLines {
     this.first += n;
     this.firstSeq += n;
     while (this.dayStarts.length > 1 && this.dayStarts[1]! <= this.firstSeq) this.dayStarts.shift();
-    if (this.first > 1024 && this.first * 2 > this.end) this.compact();
+    if (this.first > COMPACT_AFTER && this.first * 2 > this.end) this.compact();
   }
 
   private lineEnd(i: number): number {
     return i + 1 < this.end ? this.starts[i + 1]! : this.used;
   }
 
+  /**
+   * Moves the kept lines to the front: in place (the bytes handed out by ndjson are copies, so
+   * nothing points into this buffer), or into buffers a quarter the size when the kept lines fill
+   * less than an eighth (a burst the archive lagged behind grew them: its memory goes back).
+   */
   private compact(): void {
     const from = this.first === this.end ? this.used : this.starts[this.first]!;
-    // In place: the bytes handed out (ndjson) are copies, so nothing points into this buffer.
-    this.bytes.copy(this.bytes, 0, from, this.used);
-    this.used -= from;
+    const live = this.used - from;
     const n = this.end - this.first;
-    for (let i = 0; i < n; i++) this.starts[i] = this.starts[this.first + i]! - from;
-    this.amounts.copyWithin(0, this.first, this.end);
-    this.kinds.copyWithin(0, this.first, this.end);
+    if (this.bytes.length > 8 * Math.max(live, FIRST_BYTES)) {
+      const bytes = Buffer.allocUnsafe(Math.floor(this.bytes.length / 4));
+      this.bytes.copy(bytes, 0, from, this.used);
+      this.bytes = bytes;
+    } else this.bytes.copy(this.bytes, 0, from, this.used);
+    if (this.starts.length > 8 * Math.max(n, FIRST_LINES)) this.resizeLines(Math.floor(this.starts.length / 4), this.first, this.end);
+    else {
+      this.starts.copyWithin(0, this.first, this.end);
+      this.amounts.copyWithin(0, this.first, this.end);
+      this.kinds.copyWithin(0, this.first, this.end);
+    }
+    for (let i = 0; i < n; i++) this.starts[i] = this.starts[i]! - from;
+    this.used = live;
     this.first = 0;
     this.end = n;
   }
 
   private growLines(): void {
-    const size = this.starts.length * 2;
-    this.starts = grownArray(this.starts, new Float64Array(size));
-    this.amounts = grownArray(this.amounts, new Float64Array(size));
-    this.kinds = grownArray(this.kinds, new Uint8Array(size));
+    this.resizeLines(Math.max(this.starts.length * 2, FIRST_LINES), 0, this.end);
+  }
+
+  /** New arrays of `size` lines holding lines from..end of the old ones from index 0. */
+  private resizeLines(size: number, from: number, end: number): void {
+    const starts = new Float64Array(size);
+    const amounts = new Float64Array(size);
+    const kinds = new Uint8Array(size);
+    starts.set(this.starts.subarray(from, end));
+    amounts.set(this.amounts.subarray(from, end));
+    kinds.set(this.kinds.subarray(from, end));
+    this.starts = starts;
+    this.amounts = amounts;
+    this.kinds = kinds;
   }
 }
+
+const EMPTY = Buffer.alloc(0);
 
 /** A buffer of at least `most` bytes holding the first `used` of `bytes`. */
 export function regrown(bytes: Buffer, used: number, most: number): Buffer {
   const grown = Buffer.allocUnsafe(Math.max(bytes.length * 2, most));
   bytes.copy(grown, 0, 0, used);
   return grown;
-}
-
-function grownArray<T extends Float64Array | Uint8Array>(from: T, to: T): T {
-  to.set(from);
-  return to;
 }
