@@ -642,6 +642,36 @@ forEachBackend('WalletStore contract', (env) => {
         expect(await keysUnder(env.a, prefix)).to.deep.equal(['closed', 'credits', 'holds', 'ledger', 'wallet'].map((k) => `${prefix}{t:${T}}:${k}`));
       });
 
+      it('closes and admissions asked while the tenant has nothing in flight go as ONE script run: the closes first, each call as alone', async () => {
+        const runs = async () => {
+          const st = await env.a.info('commandstats');
+          return ['evalsha', 'eval'].reduce((n, c) => n + Number(new RegExp(`cmdstat_${c}:calls=(\\d+)`).exec(st)?.[1] ?? 0), 0);
+        };
+        await a.credit(T, 'topup', 'p', 1_000, '', AT);
+        await a.hold(T, 'h1', 600, '', AT);
+        await a.hold(T, 'h2', 400, '', AT);
+        const before = await runs();
+        // Asked in one turn: the holds first, yet they see the closes' money back (closes go first).
+        const [x, y, s1, r2, dup, none] = await Promise.all([
+          a.hold(T, 'x', 700, '', AT),
+          a.hold(T, 'y', 500, '', AT, { upTo: true }),
+          a.settle(T, 'h1', 200, 'n', AT),
+          a.release(T, 'h2', '', AT),
+          a.release(T, 'h1', '', AT),
+          a.settle(T, 'nope', 1, '', AT),
+        ]);
+        expect(await runs(), 'one script run').to.equal(before + 1);
+        expect([s1.status, r2.status, dup.status, none.status]).to.deep.equal(['closed', 'closed', 'duplicate', 'unknown']);
+        expect(s1.wallet).to.include({ balance: 800, held: 400 });
+        expect(x).to.include({ status: 'held' });
+        expect(x.wallet).to.include({ balance: 800, held: 700 });
+        expect(y.status).to.equal('held');
+        expect(y.hold!.amount, 'up to what is left').to.equal(100);
+        const snap = await a.snapshot(T);
+        expect(snap.entries.map((e) => [e.kind, e.ref])).to.deep.equal([['topup', 'p'], ['hold', 'h1'], ['hold', 'h2'], ['settle', 'h1'], ['release', 'h1'], ['release', 'h2'], ['hold', 'x'], ['hold', 'y']]);
+        expect(checkLedger(snap).ok).to.equal(true);
+      });
+
       it('keeps the wallet hash a hashtable from its first write on, an older listpack wallet too', async () => {
         const w = `${prefix}{t:${T}}:wallet`;
         await a.credit(T, 'topup', 'p', 10_000, '', AT);
