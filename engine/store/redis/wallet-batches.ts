@@ -71,7 +71,7 @@ export class WalletBatches {
         if (c.kind === 'c') {
           if (!closes.length) {
             const [now, ttl] = c.forget;
-            closes.push(now, ttl, cutoff(new Date(Number(now)).toISOString().slice(0, 10)));
+            closes.push(now, ttl, keptFrom(Number(now)));
           }
           for (const a of c.args) closes.push(a);
           continue;
@@ -156,6 +156,14 @@ function windowOf(name: string): [string, number] {
     windows.set(name, (w = m ? [m[1]!, SLOT[m[2]!]!] : [name, 0]));
   }
   return w;
+}
+
+/** The oldest spend day kept when writing the UTC day of `ms` (wallet-lib's cutoff), made once a day, not once a group. */
+let kept = { day: NaN, from: '' };
+function keptFrom(ms: number): string {
+  const day = Math.floor(ms / 86_400_000);
+  if (day !== kept.day) kept = { day, from: cutoff(new Date(day * 86_400_000).toISOString().slice(0, 10)) };
+  return kept.from;
 }
 
 /** The call whose values start at line i of a group's answer (lines p to p + 2: the wallet's th, as, la after its part). */
