@@ -5,14 +5,22 @@
 // callback of the same loop turn go together (the requests read and the answers received in
 // it), and a lone request waits for nothing but the rest of its turn; the Redis client writes
 // its commands at that moment too (./client.ts, write coalescing). Under load a tenant's calls
-// share round trips and Redis's work (measured in docs/performance.md; at 10 connections the
-// check phase rather than the current tick took the chat's script runs from 0.81 to 0.29 a chat). The script handles the group's calls in their order,
-// each exactly as it would alone. A failed run fails every call of its group (each caller's own
-// error handling then applies: a request refused with 503, a settlement retried).
+// share round trips and Redis's work (measured in docs/performance.md: at 10 connections the
+// check phase rather than the current tick took a chat's script runs from 0.81 to 0.29). The
+// script handles the group's calls in their order, each exactly as it would alone. A failed run
+// fails every call of its group (each caller's own error handling then applies: a request
+// refused with 503, a settlement retried).
+
+/** A key's waiting calls: their inputs (as `run` takes them) and their callers, in order. */
+interface Queue<I, O> {
+  inputs: I[];
+  callers: { done: (o: O) => void; fail: (e: unknown) => void }[];
+}
+
 export class KeyedBatches<I, O> {
   private readonly run: (key: string, inputs: I[]) => Promise<O[]>;
   private readonly max: number;
-  private readonly waiting = new Map<string, { input: I; done: (o: O) => void; fail: (e: unknown) => void }[]>();
+  private readonly waiting = new Map<string, Queue<I, O>>();
 
   /** `run` answers one output per input, in order; at most `max` inputs go together. */
   constructor(run: (key: string, inputs: I[]) => Promise<O[]>, max = 64) {
@@ -24,22 +32,31 @@ export class KeyedBatches<I, O> {
     return new Promise<O>((done, fail) => {
       let queue = this.waiting.get(key);
       if (!queue) {
-        this.waiting.set(key, (queue = []));
+        this.waiting.set(key, (queue = { inputs: [], callers: [] }));
         setImmediate(() => void this.fly(key, queue!));
       }
-      queue.push({ input, done, fail });
+      queue.inputs.push(input);
+      queue.callers.push({ done, fail });
     });
   }
 
   /** Runs the key's waiting calls, group after group, until none waits; then the key is free. */
-  private async fly(key: string, queue: { input: I; done: (o: O) => void; fail: (e: unknown) => void }[]): Promise<void> {
-    while (queue.length) {
-      const group = queue.splice(0, this.max);
+  private async fly(key: string, queue: Queue<I, O>): Promise<void> {
+    while (queue.inputs.length) {
+      // The whole queue when it fits (the usual case: no copy), else its first `max`.
+      let { inputs, callers } = queue;
+      if (inputs.length > this.max) {
+        inputs = inputs.splice(0, this.max);
+        callers = callers.splice(0, this.max);
+      } else {
+        queue.inputs = [];
+        queue.callers = [];
+      }
       try {
-        const out = await this.run(key, group.map((g) => g.input));
-        group.forEach((g, i) => g.done(out[i]!));
+        const out = await this.run(key, inputs);
+        for (let i = 0; i < callers.length; i++) callers[i]!.done(out[i]!);
       } catch (err) {
-        for (const g of group) g.fail(err);
+        for (const c of callers) c.fail(err);
       }
     }
     this.waiting.delete(key);

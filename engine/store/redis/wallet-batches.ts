@@ -78,20 +78,22 @@ export class WalletBatches {
         }
         admits++;
         if (c.kind === 'r') {
-          // A request's counts, consecutive per scope in window order, share their scope's field.
-          let field = '';
+          // A request's counts, consecutive per scope in window order, share their scope's field
+          // (its name made once per field, not per count).
+          let head = '';
+          let id = '';
           let at = 0;
           let last = 3;
           for (const r of c.counts) {
-            const [name, slot] = windowOf(r.name);
-            const f = `w:${name}:${r.id}`;
-            if (f !== field || slot <= last) {
-              field = f;
+            const w = windowOf(r.name);
+            if (w.head !== head || r.id !== id || w.slot <= last) {
+              head = w.head;
+              id = r.id;
               at = rates.length;
-              rates.push(f, '', '', '');
+              rates.push(head + id, '', '', '');
             }
-            rates[at + 1 + slot] = String(c.delta * r.n);
-            last = slot;
+            rates[at + 1 + w.slot] = windowText(w.slot, c.delta * r.n);
+            last = w.slot;
           }
         }
         else if (c.kind === 's') days.push(c.day);
@@ -146,16 +148,28 @@ export class WalletBatches {
   }
 }
 
-/** A rate counter's wallet field name and slot (WINDOWS_LIB): rl_key_per_minute → ['rl_key', 1]; another name has a field of its own (slot 0). */
-const windows = new Map<string, [string, number]>();
+/** A rate counter's wallet field name up to its id (`w:<name>:`) and slot (WINDOWS_LIB): rl_key_per_minute → w:rl_key: and 1; another name has a field of its own (slot 0). */
+const windows = new Map<string, { head: string; slot: number }>();
 const SLOT: Record<string, number> = { per_second: 0, per_minute: 1, per_day: 2 };
-function windowOf(name: string): [string, number] {
+function windowOf(name: string): { head: string; slot: number } {
   let w = windows.get(name);
   if (!w) {
     const m = /^(.*)_(per_second|per_minute|per_day)$/.exec(name);
-    windows.set(name, (w = m ? [m[1]!, SLOT[m[2]!]!] : [name, 0]));
+    windows.set(name, (w = m ? { head: `w:${m[1]!}:`, slot: SLOT[m[2]!]! } : { head: `w:${name}:`, slot: 0 }));
   }
   return w;
+}
+
+// A window number as text, kept per slot: every request of the same second, minute or day sends
+// the same number, so it is formatted once per window, not nine times a request.
+const texts: { n: number; text: string }[] = [{ n: NaN, text: '' }, { n: NaN, text: '' }, { n: NaN, text: '' }];
+function windowText(slot: number, n: number): string {
+  const t = texts[slot]!;
+  if (t.n !== n) {
+    t.n = n;
+    t.text = String(n);
+  }
+  return t.text;
 }
 
 /** The oldest spend day kept when writing the UTC day of `ms` (wallet-lib's cutoff), made once a day, not once a group. */
