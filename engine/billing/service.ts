@@ -120,10 +120,13 @@ export class BillingService {
    * Hold `milli` for `ref` (a task id). Throws 1005 when the daily spend limit would be passed,
    * 1003 (402) when the available balance is less than `milli` — in both cases nothing is held.
    * A second hold for the same ref returns the first (duplicate: true) and holds nothing more.
+   * `spendReserved`: the caller has reserved the spend of `ref` with this service's spend guard
+   * already (a task: LimitsService.acquireTask with its hold's amount, one store step with its
+   * slot); it is not reserved again, and is still cancelled when the hold is refused.
    */
-  async hold(tenantId: string, ref: string, milli: Milli, note = ''): Promise<HoldOutcome> {
+  async hold(tenantId: string, ref: string, milli: Milli, note = '', opts?: { spendReserved?: boolean }): Promise<HoldOutcome> {
     assertMilli(milli, 'hold', { nonNegative: true });
-    await this.spend?.reserveSpend(tenantId, ref, milli);
+    if (!opts?.spendReserved) await this.spend?.reserveSpend(tenantId, ref, milli);
     const r = await this.store.hold(tenantId, ref, milli, note, this.now());
     if (r.status === 'insufficient') {
       fundsRefusals.inc();

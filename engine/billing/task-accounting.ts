@@ -11,14 +11,21 @@ import type { TaskStore } from '../tasks/store.ts';
 import type { Clock } from '../util/clock.ts';
 import { isUuid } from '../util/ids.ts';
 import type { TaskRecord } from '../tasks/task.ts';
+import type { Milli } from '../util/money.ts';
 import type { BillingService } from './service.ts';
 
 /** The concurrent-task slots a task holds while it runs (LimitsService implements them). */
 export interface TaskSlots {
-  /** Take the tenant's slot for the task, or throw 1005 (429). */
-  acquireTask(tenantId: string, taskId: string): Promise<void>;
+  /**
+   * Take the tenant's slot for the task and reserve `spend` (its hold) against the day's spend
+   * under the task id, or throw 1005 (429) with neither taken.
+   */
+  acquireTask(tenantId: string, taskId: string, spend: Milli): Promise<void>;
   releaseTask(tenantId: string, taskId: string): Promise<unknown>;
 }
+
+/** The hold's spend is reserved with the task's slot (TaskSlots.acquireTask). */
+const SPEND_RESERVED = Object.freeze({ spendReserved: true });
 
 /** How long a proxied request's hold may stay open before the sweep takes its process for dead. */
 export const REQUEST_HOLD_MAX_MS = 3_600_000;
@@ -41,11 +48,13 @@ export class BilledTaskAccounting implements TaskAccounting {
     this.orphans = orphans;
   }
 
+  // The price is quoted first, so the slot and the hold's spend are taken in one store step (one
+  // script on Redis); the hold itself is the wallet's own step after it.
   async reserve(task: TaskRecord, route: AsyncRoutePlan): Promise<number> {
-    await this.limits.acquireTask(task.tenant_id, task.id);
+    const quote = await route.pricing.quoteHold(task.request);
+    await this.limits.acquireTask(task.tenant_id, task.id, quote.milli);
     try {
-      const quote = await route.pricing.quoteHold(task.request);
-      const hold = await this.billing.hold(task.tenant_id, task.id, quote.milli, `${route.key}: ${quote.quantity} ${route.pricing.unit} x ${quote.unitPriceUsd} USD`);
+      const hold = await this.billing.hold(task.tenant_id, task.id, quote.milli, `${route.key}: ${quote.quantity} ${route.pricing.unit} x ${quote.unitPriceUsd} USD`, SPEND_RESERVED);
       if (!hold.open) throw new HoldClosedError(task.id);
       return hold.amount;
     } catch (err) {
@@ -58,9 +67,17 @@ export class BilledTaskAccounting implements TaskAccounting {
     return (await route.pricing.quoteSettle(task.request, task.result, upstream)).milli;
   }
 
+  // The slot is freed beside the settlement, not after it: the task is already terminal (complete
+  // and abandon follow the winning terminal transition), so it no longer counts as active, and
+  // both steps are idempotent and done before the task is marked finalized: a process killed in
+  // between leaves the task unfinalized and whoever re-runs its ending repeats both. In Redis mode
+  // the slot's HDEL then leaves with the settlement's script in one write and one round trip,
+  // instead of waiting for the settlement and its spend accounting (two round trips).
   async complete(task: TaskRecord): Promise<void> {
-    await this.billing.settle(task.tenant_id, task.id, task.charge ?? 0, `${task.route}: completed`);
-    await this.limits.releaseTask(task.tenant_id, task.id);
+    await both(
+      this.billing.settle(task.tenant_id, task.id, task.charge ?? 0, `${task.route}: completed`),
+      this.limits.releaseTask(task.tenant_id, task.id),
+    );
   }
 
   async releaseOrphans(olderThanMs: number): Promise<number> {
@@ -89,7 +106,16 @@ export class BilledTaskAccounting implements TaskAccounting {
   }
 
   async abandon(task: TaskRecord): Promise<void> {
-    await this.billing.release(task.tenant_id, task.id, task.error ? `failed: ${task.error.code}` : 'not started');
-    await this.limits.releaseTask(task.tenant_id, task.id);
+    await both(
+      this.billing.release(task.tenant_id, task.id, task.error ? `failed: ${task.error.code}` : 'not started'),
+      this.limits.releaseTask(task.tenant_id, task.id),
+    );
   }
+}
+
+/** Both steps run to their end (neither is left in flight when the other fails); the first error is thrown. */
+async function both(a: Promise<unknown>, b: Promise<unknown>): Promise<void> {
+  const [x, y] = await Promise.allSettled([a, b]);
+  if (x.status === 'rejected') throw x.reason;
+  if (y.status === 'rejected') throw y.reason;
 }

@@ -174,16 +174,33 @@ export class LimitsService implements SpendGuard {
     return this.rates.check(scopes, who.tenantId);
   }
 
-  /** Take a concurrent-task slot; throws 1005 when the tenant has its limit of active tasks. Idempotent per task. */
-  async acquireTask(tenantId: string, taskId: string): Promise<void> {
-    const limit = (await this.effective(tenantId, undefined)).concurrentTasks;
-    const r = await this.store.acquireTask(tenantId, taskId, limit, this.clock.now());
-    if (r === 'full') {
-      limitRefusals.inc({ kind: 'concurrency' });
-      throw new GatewayError('quotaExceeded', `Quota exceeded: at most ${limit} asynchronous tasks may be active at once.`, {
-        headers: { 'Retry-After': String(this.config.concurrentRetryAfterSeconds) },
-      });
+  /**
+   * Take a concurrent-task slot; throws 1005 when the tenant has its limit of active tasks. Idempotent per task.
+   * With `spend`, also reserves the task's hold against today's spend under the task id, as
+   * reserveSpend would, in the same store step (the hold that follows is then made with
+   * `spendReserved`): 1005 when over, and the slot is freed again.
+   */
+  async acquireTask(tenantId: string, taskId: string, spend?: Milli): Promise<void> {
+    const eff = await this.effective(tenantId, undefined);
+    const limit = eff.concurrentTasks;
+    if (spend === undefined) {
+      if ((await this.store.acquireTask(tenantId, taskId, limit, this.clock.now())) === 'full') throw this.slotsError(limit!);
+      return;
     }
+    assertMilli(spend, 'spend', { nonNegative: true });
+    const r = await this.store.admitTask(tenantId, taskId, limit, this.clock.now(), { day: this.today(), milli: spend, limit: eff.dailySpend });
+    if (r.slot === 'full') throw this.slotsError(limit!);
+    if (r.spend!.status === 'refused') {
+      await this.store.releaseTask(tenantId, taskId);
+      throw this.spendError(eff.dailySpend!, r.spend!.spent);
+    }
+  }
+
+  private slotsError(limit: number): GatewayError {
+    limitRefusals.inc({ kind: 'concurrency' });
+    return new GatewayError('quotaExceeded', `Quota exceeded: at most ${limit} asynchronous tasks may be active at once.`, {
+      headers: { 'Retry-After': String(this.config.concurrentRetryAfterSeconds) },
+    });
   }
 
   /** Free the task's slot (on its terminal state). True only the first time. */

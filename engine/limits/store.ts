@@ -13,9 +13,28 @@ export interface SpendReservation {
   spent: Milli;
 }
 
+/** The spend a task's admission reserves under its id (as reserveSpend). */
+export interface SpendRequest {
+  day: string;
+  milli: Milli;
+  limit: Milli | null;
+}
+
+/** What a task's admission did: its slot, and the reservation unless the slot was full (then none is made). */
+export interface TaskAdmission {
+  slot: AcquireResult;
+  spend?: SpendReservation;
+}
+
 export interface LimitsStore {
   /** Take a slot for `taskId` unless the tenant already has `limit` (null = no limit) active; idempotent per task. */
   acquireTask(tenantId: string, taskId: string, limit: number | null, now: number): Promise<AcquireResult>;
+  /**
+   * acquireTask, then (unless the slot is 'full') reserveSpend of `spend` under the task id, as ONE
+   * atomic step (Redis: one script, one round trip at each create). A refused reservation keeps
+   * the slot: the caller frees it as it would after the two calls.
+   */
+  admitTask(tenantId: string, taskId: string, limit: number | null, now: number, spend: SpendRequest): Promise<TaskAdmission>;
   /** Free the task's slot. True only for the call that freed it (exactly once per task). */
   releaseTask(tenantId: string, taskId: string): Promise<boolean>;
   activeTasks(tenantId: string): Promise<number>;

@@ -77,6 +77,48 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
     });
   });
 
+  describe('a task\'s admission: its slot and its spend in one step', () => {
+    const D = '2026-03-10';
+    it('takes the slot and reserves the spend under the task id; full reserves nothing; refused keeps the slot', async () => {
+      const spend = (milli: number) => ({ day: D, milli, limit: C(100) });
+      expect(await a.admitTask(T, 't1', 2, 1, spend(C(60)))).to.deep.equal({ slot: 'acquired', spend: { status: 'reserved', spent: C(60) } });
+      // a repeat (the same Idempotency-Key) takes and reserves nothing more
+      expect(await b.admitTask(T, 't1', 2, 2, spend(C(60)))).to.deep.equal({ slot: 'already', spend: { status: 'duplicate', spent: C(60) } });
+      expect(await b.reserveSpend(T, 't1', D, C(1), null)).to.deep.equal({ status: 'duplicate', spent: C(60) });
+      // over the day's limit: the slot is taken, the spend is not (the caller frees the slot)
+      expect(await b.admitTask(T, 't2', 2, 3, spend(C(41)))).to.deep.equal({ slot: 'acquired', spend: { status: 'refused', spent: C(60) } });
+      expect(await a.activeTasks(T)).to.equal(2);
+      // full: no reservation made
+      expect(await a.admitTask(T, 't3', 2, 4, spend(C(1)))).to.deep.equal({ slot: 'full' });
+      expect(await a.spent(T, D)).to.equal(C(60));
+      expect(await a.cancelSpend(T, 't3')).to.equal(false);
+      // the reservation is reserveSpend's: finalized and cancelled the same way
+      expect(await b.finalizeSpend(T, 't1', C(20))).to.equal(true);
+      expect(await a.spent(T, D)).to.equal(C(20));
+    });
+
+    it('race: 30 admissions on two connections never pass the slot limit or the spend limit', async () => {
+      const rs = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).admitTask(T, `t${i}`, 10, i, { day: D, milli: C(15), limit: C(100) })));
+      expect(rs.filter((r) => r.slot === 'full')).to.have.length(20);
+      expect(rs.filter((r) => r.spend?.status === 'reserved')).to.have.length(6);
+      expect(rs.filter((r) => r.spend?.status === 'refused')).to.have.length(4);
+      expect(await a.spent(T, D)).to.equal(C(90));
+    });
+
+    it('through LimitsService: 1005 for the spend frees the slot again; 1005 when full', async () => {
+      const limits = service({ concurrent_tasks: 2, daily_spend_credits: 100 });
+      await limits.acquireTask(T, 't1', C(60));
+      const e = (await outcome(limits.acquireTask(T, 't2', C(41)))) as GatewayError;
+      expect([e.code, e.status]).to.deep.equal([1005, 429]);
+      expect(e.detail).to.match(/daily spend/);
+      expect(await a.activeTasks(T)).to.equal(1);
+      await limits.acquireTask(T, 't3', C(40));
+      const full = (await outcome(limits.acquireTask(T, 't4', 0))) as GatewayError;
+      expect(full.detail).to.match(/at most 2 asynchronous tasks/);
+      expect(await b.spent(T, D)).to.equal(C(100));
+    });
+  });
+
   describe('daily spend', () => {
     const D = '2026-03-10';
     it('reserves under the limit once per ref, refuses past it, and reports the day total', async () => {

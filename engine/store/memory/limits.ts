@@ -1,6 +1,6 @@
 // In-memory LimitsStore: every method reads and writes synchronously, so each is atomic.
 import type { Milli } from '../../util/money.ts';
-import type { AcquireResult, LimitsStore, SpendReservation } from '../../limits/store.ts';
+import type { AcquireResult, LimitsStore, SpendRequest, SpendReservation, TaskAdmission } from '../../limits/store.ts';
 import { systemClock } from '../../util/clock.ts';
 import { ExpiryQueue } from './expiry-queue.ts';
 
@@ -46,6 +46,16 @@ export class MemoryLimitsStore implements LimitsStore {
   }
 
   async acquireTask(tenantId: string, taskId: string, limit: number | null, now: number): Promise<AcquireResult> {
+    return this.take(tenantId, taskId, limit, now);
+  }
+
+  /** Both steps in one synchronous run: atomic, as the Redis script. */
+  async admitTask(tenantId: string, taskId: string, limit: number | null, now: number, spend: SpendRequest): Promise<TaskAdmission> {
+    const slot = this.take(tenantId, taskId, limit, now);
+    return slot === 'full' ? { slot } : { slot, spend: this.reserve(tenantId, taskId, spend.day, spend.milli, spend.limit) };
+  }
+
+  private take(tenantId: string, taskId: string, limit: number | null, now: number): AcquireResult {
     let tasks = this.active.get(tenantId);
     if (tasks?.has(taskId)) return 'already';
     if (limit !== null && (tasks?.size ?? 0) >= limit) return 'full';
@@ -66,6 +76,10 @@ export class MemoryLimitsStore implements LimitsStore {
   }
 
   async reserveSpend(tenantId: string, ref: string, day: string, milli: Milli, limit: Milli | null): Promise<SpendReservation> {
+    return this.reserve(tenantId, ref, day, milli, limit);
+  }
+
+  private reserve(tenantId: string, ref: string, day: string, milli: Milli, limit: Milli | null): SpendReservation {
     const d = this.day(tenantId, day);
     if (this.find(tenantId, ref)) return { status: 'duplicate', spent: d.total };
     if (limit !== null && d.total + milli > limit) return { status: 'refused', spent: d.total };

@@ -17,7 +17,7 @@
 //                                    hold (finalRefTtlMs, store.hold_retention_hours) when shorter
 //                                    (post-paid spend, a chat request's, keeps none)
 import type { Milli } from '../../util/money.ts';
-import type { AcquireResult, LimitsStore, SpendReservation } from '../../limits/store.ts';
+import type { AcquireResult, LimitsStore, SpendRequest, SpendReservation, TaskAdmission } from '../../limits/store.ts';
 import { KeyedBatches } from './batch.ts';
 import { Keys, type RedisStoreOptions } from './keys.ts';
 import { lua } from './script.ts';
@@ -26,23 +26,47 @@ import { cutoff, RETAIN_DAYS, SPEND_LIB } from './wallet-lib.ts';
 
 const REF_TTL_S = (RETAIN_DAYS + 1) * 86_400;
 
+// A task's slot: 'already' when it holds one, 'full' when the tenant has `limit` ('' = none) active.
+const SLOT_LIB = `
+local function slot_take(A, id, limit, now)
+  if redis.call('HEXISTS', A, id) == 1 then return 'already' end
+  if limit ~= '' and redis.call('HLEN', A) >= tonumber(limit) then return 'full' end
+  redis.call('HSET', A, id, now)
+  return 'acquired'
+end
+`;
+
+// A spend reservation of milli for the ref R on day unless past limit ('' = none): status, the day's spend.
+const RESERVE_LIB = SPEND_LIB + `
+local function spend_reserve(W, R, S, day, milli, limit, cutoff_day, ttl)
+  local sd, s = day_get(W, S, day)
+  if redis.call('EXISTS', R) == 1 then return 'duplicate', s end
+  milli = tonumber(milli)
+  if limit ~= '' and s + milli > tonumber(limit) then return 'refused', s end
+  redis.call('SET', R, day .. '|' .. num(milli) .. '|0', 'EX', ttl)
+  day_put(W, sd, day, s + milli, cutoff_day)
+  return 'reserved', s + milli
+end
+`;
+
 // KEYS: active. ARGV: task id, limit ('' = none), now.
-const ACQUIRE = lua(`
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 'already' end
-if ARGV[2] ~= '' and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[2]) then return 'full' end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-return 'acquired'
-`);
+const ACQUIRE = lua(SLOT_LIB + 'return slot_take(KEYS[1], ARGV[1], ARGV[2], ARGV[3])');
 
 // KEYS: wallet, ref, old spend. ARGV: day, milli, limit ('' = none), cutoff day, ref ttl (s).
-const RESERVE = lua(SPEND_LIB + `
-local sd, s = day_get(KEYS[1], KEYS[3], ARGV[1])
-if redis.call('EXISTS', KEYS[2]) == 1 then return { 'duplicate', num(s) } end
-local milli = tonumber(ARGV[2])
-if ARGV[3] ~= '' and s + milli > tonumber(ARGV[3]) then return { 'refused', num(s) } end
-redis.call('SET', KEYS[2], ARGV[1] .. '|' .. num(milli) .. '|0', 'EX', ARGV[5])
-day_put(KEYS[1], sd, ARGV[1], s + milli, ARGV[4])
-return { 'reserved', num(s + milli) }
+const RESERVE = lua(RESERVE_LIB + `
+local status, s = spend_reserve(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+return { status, num(s) }
+`);
+
+// A task's admission (acquireTask, then reserveSpend of its id unless the slot is full) in one
+// script and one round trip: the same two steps, on keys of the tenant's slot.
+// KEYS: active, wallet, ref, old spend. ARGV: task id, slot limit, now, day, milli, spend limit,
+// cutoff day, ref ttl (s).
+const ADMIT = lua(SLOT_LIB + RESERVE_LIB + `
+local slot = slot_take(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
+if slot == 'full' then return { slot } end
+local status, s = spend_reserve(KEYS[2], KEYS[3], KEYS[4], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8])
+return { slot, status, num(s) }
 `);
 
 // KEYS: wallet, old spend. ARGV: day, milli, cutoff day. Post-paid spend keeps no ref (see LimitsStore.recordSpend).
@@ -115,6 +139,20 @@ export class RedisLimitsStore implements LimitsStore {
 
   async acquireTask(tenantId: string, taskId: string, limit: number | null, now: number): Promise<AcquireResult> {
     return (await ACQUIRE.run(this.client, [this.k(tenantId, 'active')], [taskId, limit === null ? '' : String(limit), String(now)])) as AcquireResult;
+  }
+
+  async admitTask(tenantId: string, taskId: string, limit: number | null, now: number, spend: SpendRequest): Promise<TaskAdmission> {
+    const [slot, status, spent] = (await ADMIT.run(this.client, [this.k(tenantId, 'active'), ...this.spendKeys(tenantId, taskId)], [
+      taskId,
+      limit === null ? '' : String(limit),
+      String(now),
+      spend.day,
+      String(spend.milli),
+      spend.limit === null ? '' : String(spend.limit),
+      cutoff(spend.day),
+      String(REF_TTL_S),
+    ])) as [AcquireResult, SpendReservation['status']?, string?];
+    return slot === 'full' ? { slot } : { slot, spend: { status: status!, spent: Number(spent) } };
   }
 
   async releaseTask(tenantId: string, taskId: string): Promise<boolean> {
