@@ -4,9 +4,14 @@
 // store, or with BENCH_REDIS_URL on that Redis (a key prefix of its own per process), so that
 // bench/compare.ts can set the two stores of one tree side by side:
 //   npx node bench/compare.ts chat <tree> <tree>+BENCH_REDIS_URL=redis://127.0.0.1:6390
+//
+// The engine runs compiled, as it ships (dist/, bench/support.ts's shipped()).
 import { fileURLToPath } from 'node:url';
-import { loadConfigText } from '../engine/load-config.ts';
-import { startGateway, type ChatPorts } from '../engine/gateway.ts';
+import type { ChatPorts } from '../engine/gateway.ts';
+import { shipped } from './support.ts';
+
+const { loadConfigText } = await shipped<typeof import('../engine/load-config.ts')>('load-config.ts');
+const { startGateway } = await shipped<typeof import('../engine/gateway.ts')>('gateway.ts');
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const big = { per_second: 1_000_000_000, per_minute: 1_000_000_000, per_day: 1_000_000_000 };

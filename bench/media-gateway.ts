@@ -7,11 +7,14 @@
 // (pool | inline) says where large bodies are parsed and their media checked. Over IPC it
 // reports its URL and API key, and measures its own event-loop delay and CPU time on request.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+// The engine runs compiled, as it ships (dist/, bench/support.ts's shipped()).
 import { fileURLToPath } from 'node:url';
-import { loadConfigText } from '../engine/load-config.ts';
-import { startGateway } from '../engine/gateway.ts';
-import { NO_LIMITS } from '../test/helpers/gateway.ts';
+import { NO_LIMITS } from '../test/helpers/no-limits.ts';
+import { shipped } from './support.ts';
 import { turnProbe, type TurnLog } from './turns.ts';
+
+const { loadConfigText } = await shipped<typeof import('../engine/load-config.ts')>('load-config.ts');
+const { startGateway } = await shipped<typeof import('../engine/gateway.ts')>('gateway.ts');
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const up = process.env.UPSTREAM_URL!;

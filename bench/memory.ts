@@ -26,7 +26,7 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { chatRequest, createRequest } from './support.ts';
+import { chatRequest, createRequest, gatewayCommand } from './support.ts';
 
 const HERE = fileURLToPath(new URL('./', import.meta.url));
 const [mode = 'idle', treeArg] = process.argv.slice(2);
@@ -84,7 +84,8 @@ export async function scrape(metricsUrl: string | undefined): Promise<{ heap: nu
 export async function serve(tree: string, config: string, env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<{ proc: ChildProcess; url: string; metricsUrl?: string; log: string }> {
   const log = join(mkdtempSync(join(tmpdir(), 'gw-serve-')), 'stdout.log');
   const fd = openSync(log, 'w');
-  const proc = spawn(process.execPath, [...nodeArgs, join(tree, 'engine/cli/main.ts'), 'serve', '--config', config], {
+  // What `npm start` runs (the compiled engine; a tree from before it: main.ts).
+  const proc = spawn(process.execPath, [...nodeArgs, await gatewayCommand(tree), 'serve', '--config', config], {
     cwd: tree, env: { ...process.env, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'info', ...env }, stdio: ['ignore', fd, 'inherit'],
   });
   closeSync(fd);

@@ -2,15 +2,16 @@
 // started as a child process (logs to /dev/null), ready once /readyz answers 200, and the admin
 // calls that set a tenant up.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gatewayCommand } from './support.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const ADMIN = 'bench-admin-token';
 
 /** `gateway serve --config <config> ...args` on `port`, once ready. */
 export async function startServe(config: string, port: number, args: string[] = []): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, [join(ROOT, 'engine/cli/main.ts'), 'serve', '--config', config, ...args], {
+  // What `npm start` runs: the compiled engine (bench/support.ts).
+  const proc = spawn(process.execPath, [await gatewayCommand(ROOT), 'serve', '--config', config, ...args], {
     cwd: ROOT, env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'],
   });
   for (let i = 0; ; i++) {

@@ -1,10 +1,46 @@
 // Plumbing shared by the benchmarks: child processes that report over IPC, request/reply
 // messages, and percentiles.
 import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { setPriority } from 'node:os';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const HERE = fileURLToPath(new URL('./', import.meta.url));
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+/** engine/cli/build.mjs of `tree` (plain JavaScript: no declarations to import it statically). */
+interface Build {
+  build(): Promise<boolean>;
+  DIST: string;
+}
+
+/**
+ * What `npm start` runs in `tree`, for `node <it> serve …`: engine/cli/gateway.mjs, with dist/ built
+ * first here if it is missing or older than the sources (so no build lands in the gateway's
+ * start-up). A tree from before the compiled start (no engine/cli/build.mjs) started
+ * engine/cli/main.ts, whose types Node strips: that is what it shipped, so that is what runs.
+ */
+export async function gatewayCommand(tree: string): Promise<string> {
+  const file = join(tree, 'engine/cli/build.mjs');
+  if (!existsSync(file)) return join(tree, 'engine/cli/main.ts');
+  const { build } = (await import(pathToFileURL(file).href)) as Build;
+  if (!(await build())) throw new Error(`${tree}: TypeScript is not installed there, so dist/ cannot be built (npm ci)`);
+  return join(tree, 'engine/cli/gateway.mjs');
+}
+
+/**
+ * A module of this tree's engine as it ships, compiled in dist/ (built first if missing or stale),
+ * for the benchmarks that run the gateway in their own process (bench/chat-gateway.ts,
+ * bench/media-gateway.ts): `await shipped<typeof import('../engine/gateway.ts')>('gateway.ts')`.
+ * Such a process must take every engine module from here: one imported from engine/ as well would
+ * be a second copy, with state of its own.
+ */
+export async function shipped<T>(module: string): Promise<T> {
+  const { build, DIST } = (await import(pathToFileURL(join(ROOT, 'engine/cli/build.mjs')).href)) as Build;
+  if (!(await build())) throw new Error('TypeScript is not installed, so dist/ cannot be built (npm ci)');
+  return (await import(pathToFileURL(join(DIST, module.replace(/\.ts$/, '.js'))).href)) as T;
+}
 
 /**
  * Fork bench/<file> and wait for its first IPC message (its "ready", with what it reports).

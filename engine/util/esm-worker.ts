@@ -1,6 +1,8 @@
 import { workerData } from 'node:worker_threads';
 
 const ENTRY = new URL('./esm-worker.cjs', import.meta.url).href;
+// Compiled into dist/ (engine/cli/build.mjs), a pool's task module is the .js file beside its .ts name.
+const COMPILED = import.meta.url.endsWith('.js');
 
 /**
  * Piscina options that run `module`'s default export as the task function, loaded with import()
@@ -9,7 +11,7 @@ const ENTRY = new URL('./esm-worker.cjs', import.meta.url).href;
  * explicit execArgv list would refuse (ERR_WORKER_INVALID_EXEC_ARGV).
  */
 export function esmWorker(module: URL, data?: unknown): { filename: string; workerData: { module: string; data: unknown } } {
-  return { filename: ENTRY, workerData: { module: module.href, data } };
+  return { filename: ENTRY, workerData: { module: COMPILED ? module.href.replace(/\.ts$/, '.js') : module.href, data } };
 }
 
 /** Inside a worker started with esmWorker(): the `data` its pool passed. */

@@ -7,6 +7,7 @@ import { startGateway, type Gateway, type GatewayOptions } from '../../engine/ga
 import { createLogger } from '../../engine/log/logger.ts';
 import { descriptorNames } from '../../engine/descriptors/load-descriptors.ts';
 import { waitFor } from './wait.ts';
+import { NO_LIMITS } from './no-limits.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const DEMO_KEY = 'gw_test_demo_key_for_tests_0000000000';
@@ -26,14 +27,7 @@ function storeYaml(): string {
 
 export const STORE_MODE = process.env.GATEWAY_TEST_STORE === 'redis' ? 'redis' : 'memory';
 
-/** Tests that are not about limits poll fast; lift the rate limits unless a test sets its own. */
-export const NO_LIMITS = `limits:
-  rate:
-    key: { per_second: null, per_minute: null, per_day: null }
-    tenant: { per_second: null, per_minute: null, per_day: null }
-    model: { per_second: null, per_minute: null, per_day: null }
-  concurrent_tasks: null
-  daily_spend_credits: null`;
+export { NO_LIMITS };
 
 /**
  * Tests that are not about credential guessing send many wrong credentials from one address:

@@ -2,11 +2,13 @@
 // (each request's access line names its worker's pid), one metrics endpoint whose counters are
 // the sum of both, a worker killed with SIGKILL that the primary starts again, /readyz 200 only
 // while every worker is ready, and SIGTERM draining both workers' requests within the grace period.
+// Started as it ships (engine/cli/gateway.mjs, as `npm start`): primary and workers run dist/.
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startRedis, type RedisServer } from '../helpers/redis.ts';
 import { FakeUpstream, json } from '../helpers/upstream.ts';
@@ -16,6 +18,7 @@ import { countingImageToolUpstream, type CountingUpstream } from './image-tool-u
 import { freePort, tenantWithKey, writeConfig } from './support.ts';
 
 const IMAGES = '/vendors/provider_b/v1/tob/diffusion';
+const GATEWAY = join(ROOT, 'engine/cli/gateway.mjs');
 const GRACE_MS = 3000;
 /** The chat upstream answers this late: long enough to be in flight when SIGTERM comes. */
 const CHAT_DELAY_MS = 1500;
@@ -39,7 +42,7 @@ function fresh(url: string, method: string, path: string, headers: Record<string
 /** `serve --workers` that is expected to exit by itself: its code and output. */
 function runToExit(config: string, workers: string, env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [join(ROOT, 'engine/cli/main.ts'), 'serve', '--config', config, '--workers', workers], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, [GATEWAY, 'serve', '--config', config, '--workers', workers], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     p.stdout!.on('data', (d) => (out += d));
     p.stderr!.on('data', (d) => (out += d));
@@ -57,7 +60,7 @@ interface Cluster {
 
 async function startCluster(config: string, workers: string, args: string[] = []): Promise<Cluster> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [join(ROOT, 'engine/cli/main.ts'), 'serve', '--config', config, '--workers', workers, ...args], {
+  const proc = spawn(process.execPath, [GATEWAY, 'serve', '--config', config, '--workers', workers, ...args], {
     cwd: ROOT, env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -161,6 +164,9 @@ describe('serve --workers 2 over Redis', function () {
     await new Promise((r) => setTimeout(r, 100)); // the access log is flushed every 10 ms
     const pids = new Set(lines(gw.output()).filter((l) => l.msg === 'request' && l.path === IMAGES && l.status === 202).map((l) => l.pid));
     expect(pids.size, 'the workers that answered').to.equal(2);
+    // Forked by the primary with its script, the bin: each runs the compiled engine (build.mjs).
+    for (const pid of pids) expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).to.include(GATEWAY);
+    expect(gw.output()).to.not.include('running the TypeScript sources');
     const text = await (await fetch(gw.metricsUrl)).text();
     // The creates (tenantWithKey's admin POSTs answered 2xx before), summed over both workers.
     expect(metricValue(text, 'gateway_http_requests_total', { method: 'POST', status_class: '2xx' }) - before).to.equal(SENT);

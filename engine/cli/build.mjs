@@ -1,0 +1,142 @@
+// The engine as it ships: JavaScript compiled from engine/ into dist/ (tsconfig.build.json), built
+// again whenever the sources changed. Node 24 could run the .ts files as they are, but its type
+// stripper is a WebAssembly module whose memory never shrinks: stripping the engine's files at
+// every start held about 49 MB of RSS for the life of the process (docs/performance.md, *The
+// shipped start runs compiled JavaScript*). The `gateway` bin (gateway.mjs, so `npm start`) and
+// the benchmarks start the gateway through shippedEntry(); `npm run build` and `npm ci` (prepare)
+// run this file. Plain JavaScript: importing a .ts file here would load the stripper.
+//
+// dist/ mirrors engine/ folder for folder, so a path a module finds from its own URL
+// (../../package.json, ../../schemas/, ../../console/) is the same from either.
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const ENGINE = join(ROOT, 'engine');
+export const DIST = join(ROOT, 'dist');
+/** The sources' fingerprint at the last good build. */
+const STAMP = join(DIST, '.sources');
+/** Held (a directory: mkdir is atomic) by the process building; others wait for it. */
+const LOCK = join(DIST, '.building');
+const LOCK_STALE_MS = 120_000;
+/** Files dist needs besides what tsc emits: tsc copies nothing that is not TypeScript. */
+const COPIED = ['util/esm-worker.cjs'];
+const CONFIGS = ['tsconfig.build.json', 'tsconfig.json'];
+
+/**
+ * Every input's path, size and modification time, folders included (a file added or removed
+ * changes its folder's time). A stat of about 280 entries: a few milliseconds, cheap enough for
+ * every start. Any difference counts, an older time too (a file restored from an archive).
+ */
+export function fingerprint() {
+  const lines = CONFIGS.map((f) => entry(join(ROOT, f)));
+  const walk = (dir) => {
+    lines.push(entry(dir));
+    for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      if (e.isDirectory()) walk(join(dir, e.name));
+      else lines.push(entry(join(dir, e.name)));
+    }
+  };
+  walk(ENGINE);
+  return lines.join('\n');
+}
+
+function entry(path) {
+  const s = statSync(path, { throwIfNoEntry: false });
+  return `${relative(ROOT, path)} ${s ? `${s.size} ${s.mtimeMs}` : '-'}`;
+}
+
+/** dist/ was built from the sources as they are now. */
+export function isFresh() {
+  return existsSync(STAMP) && readFileSync(STAMP, 'utf8') === fingerprint();
+}
+
+/** The TypeScript compiler's script, or undefined where it is not installed (`npm ci --omit=dev`). */
+function compiler() {
+  try {
+    return join(dirname(createRequire(import.meta.url).resolve('typescript/package.json')), 'bin', 'tsc');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Build dist/ if it does not match the sources. Answers false, having built nothing, where
+ * TypeScript is not installed; throws with the compiler's report if the sources do not compile.
+ * Type errors do not stop it (`noCheck`: `npm run typecheck` checks types), syntax errors do.
+ */
+export async function build() {
+  if (isFresh()) return true;
+  const tsc = compiler();
+  if (!tsc) return false;
+  mkdirSync(DIST, { recursive: true });
+  await lock();
+  try {
+    if (isFresh()) return true; // built by the process we waited for
+    // Taken before compiling: a source saved meanwhile makes the next start build again.
+    const sources = fingerprint();
+    const { spawnSync } = await import('node:child_process');
+    const r = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`the TypeScript build (tsconfig.build.json) failed:\n${r.stdout}${r.stderr}${r.error?.message ?? ''}`);
+    for (const f of COPIED) copyFileSync(join(ENGINE, f), join(DIST, f));
+    prune(DIST);
+    writeFileSync(STAMP, sources);
+    return true;
+  } finally {
+    rmSync(LOCK, { recursive: true, force: true });
+  }
+}
+
+async function lock() {
+  for (;;) {
+    try {
+      mkdirSync(LOCK);
+      return;
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err;
+    }
+    // A lock left by a build that died is taken over.
+    const held = statSync(LOCK, { throwIfNoEntry: false });
+    if (held && Date.now() - held.mtimeMs > LOCK_STALE_MS) rmSync(LOCK, { recursive: true, force: true });
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Removes what a deleted source left in dist/ (tsc never deletes an output). */
+function prune(dir) {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.name.startsWith('.')) continue; // the stamp, the lock, tsc's build info
+    const path = join(dir, e.name);
+    const source = join(ENGINE, relative(DIST, path));
+    if (e.isDirectory()) {
+      if (!existsSync(source)) rmSync(path, { recursive: true, force: true });
+      else prune(path);
+    } else if (e.name.endsWith('.js') && !existsSync(source.replace(/\.js$/, '.ts'))) rmSync(path, { force: true });
+  }
+}
+
+/**
+ * The file `gateway` runs: dist/cli/main.js, built first if the sources changed. Where TypeScript
+ * is not installed and dist/ is missing or older than the sources, engine/cli/main.ts (Node strips
+ * its types: the same code, with the stripper's memory), said once on stderr.
+ */
+export async function shippedEntry() {
+  if (await build()) return join(DIST, 'cli', 'main.js');
+  console.error('gateway: dist/ is missing or older than engine/ and TypeScript is not installed to build it; running the TypeScript sources (about 50 MB more memory). Build with `npm run build` where the dev dependencies are installed.');
+  return join(ENGINE, 'cli', 'main.ts');
+}
+
+// `node engine/cli/build.mjs` (npm run build, and prepare after npm ci).
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  build().then(
+    (built) => {
+      if (!built) console.error('gateway build: TypeScript is not installed (npm ci --omit=dev?): dist/ not built; `gateway` will run the TypeScript sources');
+    },
+    (err) => {
+      console.error(err.message);
+      process.exitCode = 1;
+    },
+  );
+}
