@@ -4,6 +4,7 @@
 //             store, sandbox): RSS and threads once listening (3 s after the log line), then how
 //             long the first requests take (a sandbox chat completion and a model D create, each
 //             twice), to show that what starts lazily does not make the first request slow.
+//             BENCH_SMAPS=1: resident memory by mapping once listening.
 //   per-task  heap held per retained finished task, in this process: the gateway (memory store,
 //             model D against bench/stub-upstream.ts, every task settled at its first poll, 3 s
 //             once) takes BENCH_TASKS creates (20,000) over 64 connections after BENCH_WARMUP_TASKS (12,000: enough
@@ -136,6 +137,7 @@ async function idle(): Promise<void> {
   await new Promise((r) => setTimeout(r, 3000));
   const s = procStatus(gw.proc.pid!);
   console.log(`idle: RSS ${mb(s.rss)} MB, ${s.threads} threads (${TREE})`);
+  if (process.env.BENCH_SMAPS) console.log(`  resident, MB: ${residentBy(gw.proc.pid!)}`);
   const headers = { authorization: 'Bearer gw_test_sandbox_demo_key_000000000000', 'content-type': 'application/json' };
   for (const round of ['first', 'second']) {
     console.log(`${round} chat completion: ${await timed(gw.url, CHAT, headers, chatRequest(false))}; ${round} model D create: ${await timed(gw.url, D, headers, createRequest())}`);

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ENGINE = join(ROOT, 'engine');
 export const DIST = join(ROOT, 'dist');
-/** The sources' fingerprint at the last good build. */
+/** What the last good build was made from (sources()). */
 const STAMP = join(DIST, '.sources');
 /** Held (a directory: mkdir is atomic) by the process building; others wait for it. */
 const LOCK = join(DIST, '.building');
@@ -25,32 +25,64 @@ const LOCK_STALE_MS = 120_000;
 const COPIED = ['util/esm-worker.cjs'];
 const CONFIGS = ['tsconfig.build.json', 'tsconfig.json'];
 
-/**
- * Every input's path, size and modification time, folders included (a file added or removed
- * changes its folder's time). A stat of about 280 entries: a few milliseconds, cheap enough for
- * every start. Any difference counts, an older time too (a file restored from an archive).
- */
-export function fingerprint() {
-  const lines = CONFIGS.map((f) => entry(join(ROOT, f)));
+/** The inputs: the build's configs, then every file under engine/, in a stable order. */
+function inputs() {
+  const files = CONFIGS.map((f) => join(ROOT, f));
   const walk = (dir) => {
-    lines.push(entry(dir));
     for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
       if (e.isDirectory()) walk(join(dir, e.name));
-      else lines.push(entry(join(dir, e.name)));
+      else files.push(join(dir, e.name));
     }
   };
   walk(ENGINE);
-  return lines.join('\n');
+  return files;
 }
 
-function entry(path) {
-  const s = statSync(path, { throwIfNoEntry: false });
-  return `${relative(ROOT, path)} ${s ? `${s.size} ${s.mtimeMs}` : '-'}`;
+/**
+ * What the last build was made from, in two forms. `stats`: each input's path, size and time, a
+ * few milliseconds to take, so every start compares it (a file added, removed, saved or restored
+ * with an older time differs). `content`: a hash of the files' bytes, taken only when the stats
+ * differ, so that a copy or checkout that changed only the times is not taken for an edit.
+ */
+function sources(files) {
+  return files.map((path) => {
+    const s = statSync(path, { throwIfNoEntry: false });
+    return `${relative(ROOT, path)} ${s ? `${s.size} ${s.mtimeMs}` : '-'}`;
+  }).join('\n');
+}
+
+async function content(files) {
+  const { createHash } = await import('node:crypto');
+  const hash = createHash('sha256');
+  for (const path of files) {
+    hash.update(`${relative(ROOT, path)}\0`);
+    if (existsSync(path)) hash.update(readFileSync(path));
+  }
+  return hash.digest('hex');
+}
+
+function stamp() {
+  try {
+    return JSON.parse(readFileSync(STAMP, 'utf8'));
+  } catch {
+    return undefined; // never built, or a stamp from before this format
+  }
 }
 
 /** dist/ was built from the sources as they are now. */
-export function isFresh() {
-  return existsSync(STAMP) && readFileSync(STAMP, 'utf8') === fingerprint();
+export async function isFresh() {
+  const last = stamp();
+  if (!last) return false;
+  const files = inputs();
+  const stats = sources(files);
+  if (last.stats === stats) return true;
+  if (last.content !== (await content(files))) return false;
+  try {
+    writeFileSync(STAMP, JSON.stringify({ ...last, stats })); // only the times moved: the next start is quick again
+  } catch {
+    /* a read-only install: compare the content each start */
+  }
+  return true;
 }
 
 /** The TypeScript compiler's script, or undefined where it is not installed (`npm ci --omit=dev`). */
@@ -68,21 +100,22 @@ function compiler() {
  * Type errors do not stop it (`noCheck`: `npm run typecheck` checks types), syntax errors do.
  */
 export async function build() {
-  if (isFresh()) return true;
+  if (await isFresh()) return true;
   const tsc = compiler();
   if (!tsc) return false;
   mkdirSync(DIST, { recursive: true });
   await lock();
   try {
-    if (isFresh()) return true; // built by the process we waited for
+    if (await isFresh()) return true; // built by the process we waited for
     // Taken before compiling: a source saved meanwhile makes the next start build again.
-    const sources = fingerprint();
+    const files = inputs();
+    const made = { stats: sources(files), content: await content(files) };
     const { spawnSync } = await import('node:child_process');
     const r = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`the TypeScript build (tsconfig.build.json) failed:\n${r.stdout}${r.stderr}${r.error?.message ?? ''}`);
     for (const f of COPIED) copyFileSync(join(ENGINE, f), join(DIST, f));
     prune(DIST);
-    writeFileSync(STAMP, sources);
+    writeFileSync(STAMP, JSON.stringify(made));
     return true;
   } finally {
     rmSync(LOCK, { recursive: true, force: true });

@@ -4,23 +4,15 @@
 // runs compiled JavaScript*). The other tests run the TypeScript sources; this one runs the
 // artifact, answers a request with it, and checks that an edited source is built again.
 import { expect } from 'chai';
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ROOT } from '../helpers/gateway.ts';
-
-/** Records every module the process loads; prints them and Node's own on SIGUSR2. */
-const RECORDER = `
-import { registerHooks } from 'node:module';
-const loaded = new Set();
-registerHooks({ load(url, context, next) { loaded.add(url); return next(url, context); } });
-process.on('SIGUSR2', () => console.error('LOADED ' + JSON.stringify({ modules: [...loaded], builtins: process.moduleLoadList })));
-`;
+import { recordedServe } from '../helpers/recorded-serve.ts';
 
 const DEMO = 'gw_test_sandbox_demo_key_000000000000';
-const build = (await import(pathToFileURL(join(ROOT, 'engine/cli/build.mjs')).href)) as { isFresh(): boolean; DIST: string };
+const build = (await import(pathToFileURL(join(ROOT, 'engine/cli/build.mjs')).href)) as { isFresh(): Promise<boolean>; DIST: string };
 
 describe('the shipped start', function () {
   this.timeout(60_000);
@@ -34,54 +26,54 @@ describe('the shipped start', function () {
   });
 
   it('serves the shipped config from dist/, without a TypeScript file or the type stripper', async () => {
-    const recorder = join(mkdtempSync(join(tmpdir(), 'gw-shipped-')), 'recorder.mjs');
-    writeFileSync(recorder, RECORDER);
     // `npm start`'s command, run by the Node that npm runs it with.
-    const child = spawn(process.execPath, ['--import', recorder, join(ROOT, 'engine/cli/gateway.mjs'), 'serve'], {
-      cwd: ROOT, env: { ...process.env, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
+    const gw = await recordedServe('engine/cli/gateway.mjs');
     try {
-      for (const deadline = Date.now() + 40_000; !out.includes('"gateway listening"'); await new Promise((r) => setTimeout(r, 50))) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`gateway did not start: ${out}${err}`);
-      }
-      const { url } = JSON.parse(out.split('\n').find((l) => l.includes('"gateway listening"'))!) as { url: string };
-      const r = await fetch(`${url}/v1/chat/completions`, {
+      const r = await fetch(`${gw.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${DEMO}`, 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }] }),
       });
       expect(r.status, await r.clone().text()).to.equal(200);
       expect(((await r.json()) as { choices: unknown[] }).choices).to.have.length(1);
-      child.kill('SIGUSR2');
-      for (const deadline = Date.now() + 5000; !err.includes('LOADED '); await new Promise((r) => setTimeout(r, 20))) {
-        if (Date.now() > deadline) throw new Error(`no module list: ${err}`);
-      }
-      const { modules, builtins } = JSON.parse(err.slice(err.indexOf('LOADED ') + 7).split('\n')[0]!) as { modules: string[]; builtins: string[] };
+      const { modules, builtins } = await gw.loaded();
       expect(modules).to.include(pathToFileURL(join(build.DIST, 'gateway.js')).href);
       expect(modules).to.include(pathToFileURL(join(build.DIST, 'cli/main.js')).href);
       expect(modules.filter((u) => /\.[mc]?ts$/.test(u))).to.deep.equal([]);
       expect(builtins.filter((b) => b.includes('amaro'))).to.deep.equal([]);
-      expect(err).to.not.include('running the TypeScript sources');
+      expect(gw.stderr()).to.not.include('running the TypeScript sources');
     } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      await gw.stop();
     }
   });
 
-  it('builds dist/ again when a source changed', () => {
-    const source = join(ROOT, 'engine/cli/flushed.ts');
+  it('builds dist/ again when a source changed, and not when only its time did', async () => {
+    const gateway = (...args: string[]) => spawnSync(process.execPath, [join(ROOT, 'engine/cli/gateway.mjs'), ...args], { cwd: ROOT, encoding: 'utf8', timeout: 50_000 });
     const stamp = join(build.DIST, '.sources');
-    const later = new Date(Math.max(Date.now(), statSync(source).mtimeMs + 1000));
-    utimesSync(source, later, later); // as an edit would
-    expect(build.isFresh()).to.equal(false);
-    const help = spawnSync(process.execPath, [join(ROOT, 'engine/cli/gateway.mjs'), 'help'], { cwd: ROOT, encoding: 'utf8', timeout: 50_000 });
-    expect(help.status, help.stderr).to.equal(0);
-    expect(help.stdout).to.match(/^usage: gateway/);
-    expect(build.isFresh()).to.equal(true);
-    expect(statSync(stamp).mtimeMs).to.be.at.least(later.getTime() - 1000);
+    expect(gateway('help').status).to.equal(0);
+    // Only the time moved (a checkout, a copy): the content matches the last build, so no build.
+    const source = join(ROOT, 'engine/cli/flushed.ts');
+    const later = new Date(Math.max(Date.now(), statSync(source).mtimeMs) + 2000);
+    utimesSync(source, later, later);
+    const built = statSync(join(build.DIST, 'cli/flushed.js')).mtimeMs;
+    expect(await build.isFresh()).to.equal(true);
+    expect(statSync(join(build.DIST, 'cli/flushed.js')).mtimeMs).to.equal(built);
+    // A source added, then removed: built into dist/, then its output pruned.
+    const probe = join(ROOT, 'engine/cli/build-probe.ts');
+    try {
+      writeFileSync(probe, 'export const probe: number = 1;\n');
+      expect(await build.isFresh()).to.equal(false);
+      const help = gateway('help');
+      expect(help.status, help.stderr).to.equal(0);
+      expect(help.stdout).to.match(/^usage: gateway/);
+      expect(readFileSync(join(build.DIST, 'cli/build-probe.js'), 'utf8')).to.include('export const probe = 1;');
+      expect(await build.isFresh()).to.equal(true);
+    } finally {
+      rmSync(probe, { force: true });
+    }
+    expect(gateway('help').status).to.equal(0);
+    expect(existsSync(join(build.DIST, 'cli/build-probe.js'))).to.equal(false);
+    expect(await build.isFresh()).to.equal(true);
+    expect(statSync(stamp).isFile()).to.equal(true);
   });
 });
