@@ -44,7 +44,7 @@ type Step = AdmitCall | CloseCall;
 const shared = new WeakMap<RedisClient, Map<string, WalletBatches>>();
 
 export class WalletBatches {
-  private readonly steps: KeyedBatches<Step, number[] | string | WalletStep>;
+  private readonly steps: KeyedBatches<Step, number[] | number | WalletStep>;
 
   /** The WalletBatches of `client` and `prefix` (the wallet, limits and rate adapters of one store share it). */
   static of(client: RedisClient, prefix: string): WalletBatches {
@@ -109,7 +109,7 @@ export class WalletBatches {
       let s = r;
       for (const c of calls) if (c.kind === 'r') s += c.counts.length;
       let h = s + days.length;
-      const all: (number[] | string | WalletStep)[] = [];
+      const all: (number[] | number | WalletStep)[] = [];
       for (const c of calls) {
         if (c.kind === 'c') {
           all.push(step(out, 0, c0));
@@ -118,7 +118,7 @@ export class WalletBatches {
           const counts = new Array<number>(c.counts.length);
           for (let j = 0; j < counts.length; j++) counts[j] = Number(out[r++]);
           all.push(counts);
-        } else if (c.kind === 's') all.push(out[s++]!);
+        } else if (c.kind === 's') all.push(Number(out[s++]));
         else {
           all.push(step(out, a0, h));
           h += 5;
@@ -135,7 +135,7 @@ export class WalletBatches {
 
   /** The tenant's spend of `day` (milli). */
   spent(tenantId: string, day: string): Promise<number> {
-    return this.steps.call(tenantId, { kind: 's', day }).then(Number);
+    return this.steps.call(tenantId, { kind: 's', day }) as Promise<number>;
   }
 
   hold(tenantId: string, args: HoldArgs): Promise<WalletStep> {
