@@ -71,14 +71,18 @@ export class PricingConfigError extends Error {
   }
 }
 
-type QuantityFn = (request: unknown, bindings: Record<string, unknown>) => Promise<number>;
 /** A unit price with its USD text (written once, when the descriptor is compiled) and, from a table, its key. */
 interface UnitPrice {
   price: Decimal;
   usd: string;
   key?: string;
 }
-type PriceFn = (request: unknown, bindings: Record<string, unknown>) => Promise<UnitPrice>;
+
+/** A compiled unit price: one price, or a table and the expression that picks its key. */
+type Price = { fixed: UnitPrice } | { by: CompiledExpr; table: Map<string, UnitPrice> };
+
+/** A compiled quantity: a constant, or an expression whose answer must be a non-negative safe integer. */
+type Quantity = { constant: number } | { expr: CompiledExpr; name: string };
 
 /** What a hold's expressions see: the request alone. */
 const NO_BINDINGS: Record<string, unknown> = Object.freeze({});
@@ -104,25 +108,12 @@ export function compilePricing(block: unknown, opts: PricingOptions = {}): Price
   const note = block.note;
   if (note !== undefined && typeof note !== 'string') throw new PricingConfigError('/note', 'note must be a string');
 
-  const { fn: priceOf, summary: priceSummary } = compilePrice(block.unit_price, label);
-  const holdQty = compileQuantity(block.quantity ?? 1, '/quantity', label);
-  const settleQty = block.settle_quantity === undefined ? holdQty : compileQuantity(block.settle_quantity, '/settle_quantity', label);
+  const { price: unitPrice, summary: priceSummary } = compilePrice(block.unit_price);
+  const holdQty = compileQuantity(block.quantity ?? 1, '/quantity');
+  const settleQty = block.settle_quantity === undefined ? holdQty : compileQuantity(block.settle_quantity, '/settle_quantity');
 
-  // The price, then the quantity, each awaited in turn: a Promise.all of the two was an array,
-  // two resolve functions and a promise more per quote, three quotes per task life (hold, and the
-  // settlement's two) for answers that are ready at once (docs/performance.md, "Large objects and
-  // what a task life promotes").
-  const quote = async (request: unknown, qty: QuantityFn, bindings: Record<string, unknown>): Promise<PriceQuote> => {
-    const { price, usd, key } = await priceOf(request, bindings);
-    const quantity = await qty(request, bindings);
-    let milli: Milli;
-    try {
-      milli = usdToMilli(price, creditsPerUsd, quantity);
-    } catch (err) {
-      throw configError(label, `the price ${usd} x ${quantity} is out of range`, err);
-    }
-    return key === undefined ? { milli, quantity, unitPriceUsd: usd } : { milli, quantity, unitPriceUsd: usd, tableKey: key };
-  };
+  const rates: Rates = { unitPrice, creditsPerUsd, label };
+  const quote = (request: unknown, qty: Quantity, bindings: Record<string, unknown>) => quoteOf(rates, request, qty, bindings);
 
   const quoteHold = (request: unknown) => quote(request, holdQty, NO_BINDINGS);
   const quoteSettle = async (request: unknown, result?: unknown, upstream?: unknown): Promise<PriceQuote> => {
@@ -144,11 +135,61 @@ export function compilePricing(block: unknown, opts: PricingOptions = {}): Price
   });
 }
 
-function compilePrice(spec: unknown, label: string): { fn: PriceFn; summary: string } {
+/** What a quote reads of its plan. */
+interface Rates {
+  unitPrice: Price;
+  creditsPerUsd: number;
+  label: string;
+}
+
+// One async function per quote, its expressions awaited in it: the price and the quantity were
+// an async function each, around an async evaluate, under a Promise.all. That was 2.1 KB of
+// promises and suspended frames per quote, three quotes per task life (the hold, and the
+// settlement's two), for expressions answered at once (docs/performance.md, "Large objects and
+// what a task life promotes").
+async function quoteOf({ unitPrice, creditsPerUsd, label }: Rates, request: unknown, qty: Quantity, bindings: Record<string, unknown>): Promise<PriceQuote> {
+  let picked: UnitPrice;
+  if ('fixed' in unitPrice) picked = unitPrice.fixed;
+  else {
+    let key: unknown;
+    try {
+      key = await unitPrice.by.evaluate(request, bindings);
+    } catch (err) {
+      throw expressionFailed(label, unitPrice.by, err);
+    }
+    if (typeof key !== 'string' && typeof key !== 'number') {
+      throw configError(label, `unit_price.by \`${unitPrice.by.source}\` returned ${describe(key)}, not a table key`);
+    }
+    const found = unitPrice.table.get(String(key));
+    if (!found) throw configError(label, `unit_price.by returned "${key}", which is not in the price table (${[...unitPrice.table.keys()].join(', ')})`);
+    picked = found;
+  }
+  let quantity: unknown;
+  if ('constant' in qty) quantity = qty.constant;
+  else {
+    try {
+      quantity = await qty.expr.evaluate(request, bindings);
+    } catch (err) {
+      throw expressionFailed(label, qty.expr, err);
+    }
+    if (typeof quantity !== 'number' || !Number.isSafeInteger(quantity) || quantity < 0) {
+      throw configError(label, `${qty.name} \`${qty.expr.source}\` returned ${describe(quantity)}, not a non-negative integer`);
+    }
+  }
+  const q = quantity as number;
+  let milli: Milli;
+  try {
+    milli = usdToMilli(picked.price, creditsPerUsd, q);
+  } catch (err) {
+    throw configError(label, `the price ${picked.usd} x ${q} is out of range`, err);
+  }
+  return picked.key === undefined ? { milli, quantity: q, unitPriceUsd: picked.usd } : { milli, quantity: q, unitPriceUsd: picked.usd, tableKey: picked.key };
+}
+
+function compilePrice(spec: unknown): { price: Price; summary: string } {
   if (typeof spec === 'string') {
     const price = parseUsd(spec, '/unit_price');
-    const unitPrice: UnitPrice = Object.freeze({ price, usd: decimalToString(price) });
-    return { fn: async () => unitPrice, summary: spec };
+    return { price: { fixed: Object.freeze({ price, usd: decimalToString(price) }) }, summary: spec };
   }
   if (!isObject(spec)) {
     throw new PricingConfigError('/unit_price', 'unit_price must be a quoted USD decimal string ("0.085") or {by, table}');
@@ -166,37 +207,18 @@ function compilePrice(spec: unknown, label: string): { fn: PriceFn; summary: str
     const price = parseUsd(v, `/unit_price/table/${escapePointer(k)}`);
     table.set(k, Object.freeze({ price, usd: decimalToString(price), key: k }));
   }
-  return {
-    summary: [...table].map(([k, v]) => `${k} ${v.usd}`).join(', '),
-    fn: async (request, bindings) => {
-      const key = await evaluate(by, request, bindings, label);
-      if (typeof key !== 'string' && typeof key !== 'number') {
-        throw configError(label, `unit_price.by \`${by.source}\` returned ${describe(key)}, not a table key`);
-      }
-      const price = table.get(String(key));
-      if (!price) throw configError(label, `unit_price.by returned "${key}", which is not in the price table (${[...table.keys()].join(', ')})`);
-      return price;
-    },
-  };
+  return { price: { by, table }, summary: [...table].map(([k, v]) => `${k} ${v.usd}`).join(', ') };
 }
 
-function compileQuantity(spec: unknown, pointer: string, label: string): QuantityFn {
+function compileQuantity(spec: unknown, pointer: string): Quantity {
   if (typeof spec === 'number') {
     if (!Number.isSafeInteger(spec) || spec < 0) throw new PricingConfigError(pointer, `a constant quantity must be a non-negative integer, got ${spec}`);
-    return async () => spec;
+    return { constant: spec };
   }
   if (typeof spec !== 'string' || spec.trim() === '') {
     throw new PricingConfigError(pointer, 'quantity must be a non-negative integer or an expression');
   }
-  const expr = compile(spec, pointer);
-  const name = pointer.slice(1);
-  return async (request, bindings) => {
-    const q = await evaluate(expr, request, bindings, label);
-    if (typeof q !== 'number' || !Number.isSafeInteger(q) || q < 0) {
-      throw configError(label, `${name} \`${expr.source}\` returned ${describe(q)}, not a non-negative integer`);
-    }
-    return q;
-  };
+  return { expr: compile(spec, pointer), name: pointer.slice(1) };
 }
 
 function compile(source: string, pointer: string): CompiledExpr {
@@ -208,12 +230,8 @@ function compile(source: string, pointer: string): CompiledExpr {
   }
 }
 
-async function evaluate(expr: CompiledExpr, input: unknown, bindings: Record<string, unknown>, label: string): Promise<unknown> {
-  try {
-    return await expr.evaluate(input, bindings);
-  } catch (err) {
-    throw configError(label, `expression \`${expr.source}\` failed`, err);
-  }
+function expressionFailed(label: string, expr: CompiledExpr, cause: unknown): GatewayError {
+  return configError(label, `expression \`${expr.source}\` failed`, cause);
 }
 
 function parseUsd(v: unknown, pointer: string): Decimal {

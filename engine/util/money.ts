@@ -68,8 +68,15 @@ function divFloor(n: bigint, d: bigint): bigint {
   return n % d !== 0n && n < 0n ? q - 1n : q;
 }
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
+
+/** 10^n, each power made once: a price is converted on every hold and settlement. */
+const POWERS_OF_TEN: bigint[] = [];
+const tenTo = (n: number): bigint => (POWERS_OF_TEN[n] ??= 10n ** BigInt(n));
+
 export function toMilli(value: bigint, what = 'amount'): Milli {
-  if (value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER)) {
+  if (value > MAX_SAFE || value < MIN_SAFE) {
     throw new MoneyError(`${what} ${value} milli-credits is outside the safe integer range`);
   }
   return Number(value);
@@ -94,7 +101,7 @@ export function usdToMilli(usd: Decimal | string, creditsPerUsd: number, quantit
   }
   const q = typeof quantity === 'bigint' ? quantity : BigInt(quantity);
   const numerator = d.units * q * BigInt(creditsPerUsd) * MILLI_PER_CREDIT_N;
-  return toMilli(divRoundHalfUp(numerator, 10n ** BigInt(d.scale)), 'price');
+  return toMilli(divRoundHalfUp(numerator, tenTo(d.scale)), 'price');
 }
 
 /**
@@ -108,7 +115,7 @@ export function creditsToMilli(credits: string | number, what = 'credits'): Mill
   }
   const d = parseDecimal(credits);
   if (d.scale > 3) throw new MoneyError(`${what}: "${credits}" has more than 3 decimals (1 milli-credit is the smallest unit)`);
-  return toMilli(d.units * 10n ** BigInt(3 - d.scale), what);
+  return toMilli(d.units * tenTo(3 - d.scale), what);
 }
 
 /**
