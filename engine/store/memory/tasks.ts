@@ -140,8 +140,14 @@ function finishedRecord(t: Readonly<TaskRecord>): Readonly<TaskRecord> {
   return Object.freeze({ ...kept, request: NO_REQUEST });
 }
 
-/** Patches are mostly flat (status, times, counters); only nested values need a private, frozen copy. */
+/**
+ * Patches are mostly flat (status, times, counters); only nested values need a private, frozen
+ * copy. Read key by key: Object.values built an array per transition, four or five per task life.
+ */
 function frozenCopy(patch: Partial<TaskRecord>): Partial<TaskRecord> {
-  for (const v of Object.values(patch)) if (v !== null && typeof v === 'object') return snapshot(patch);
+  for (const k in patch) {
+    const v = patch[k as keyof TaskRecord];
+    if (v !== null && typeof v === 'object') return snapshot(patch);
+  }
   return patch;
 }
