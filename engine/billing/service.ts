@@ -142,20 +142,24 @@ export class BillingService {
     return { ref, amount: hold.amount, duplicate: r.status === 'duplicate', open: hold.state === 'open' };
   }
 
-  /** Settle min(actualMilli, held) of the hold `ref` and release the rest. Exactly once per ref. */
-  async settle(tenantId: string, ref: string, actualMilli: Milli, note = ''): Promise<CloseOutcome> {
+  /**
+   * Settle min(actualMilli, held) of the hold `ref` and release the rest. Exactly once per ref.
+   * `spendByCaller`: the caller closes the ref's spend reservation itself, with the outcome (a
+   * task: LimitsService.closeTask, one store step with its slot); else it is finalized here.
+   */
+  async settle(tenantId: string, ref: string, actualMilli: Milli, note = '', opts?: { spendByCaller?: boolean }): Promise<CloseOutcome> {
     assertMilli(actualMilli, 'settlement', { nonNegative: true });
     const r = await this.store.settle(tenantId, ref, actualMilli, note, this.now());
-    return this.afterClose(tenantId, ref, r);
+    return this.afterClose(tenantId, ref, r, opts?.spendByCaller);
   }
 
-  /** Release the hold `ref` (task failed: nothing billed). Exactly once per ref. */
-  async release(tenantId: string, ref: string, note = ''): Promise<CloseOutcome> {
+  /** Release the hold `ref` (task failed: nothing billed). Exactly once per ref. `spendByCaller`: as settle's. */
+  async release(tenantId: string, ref: string, note = '', opts?: { spendByCaller?: boolean }): Promise<CloseOutcome> {
     const r = await this.store.release(tenantId, ref, note, this.now());
     // No such hold: a create withdrawn after its spend was reserved but before its hold was
     // written (the store went away in between) leaves the reservation alone; drop it.
-    if (r.status === 'unknown') await this.spend?.cancelSpend(tenantId, ref);
-    return this.afterClose(tenantId, ref, r);
+    if (r.status === 'unknown' && !opts?.spendByCaller) await this.spend?.cancelSpend(tenantId, ref);
+    return this.afterClose(tenantId, ref, r, opts?.spendByCaller);
   }
 
   /** Synchronous usage: hold + settle `milli` in one step; may overdraw. Once per ref. */
@@ -268,7 +272,7 @@ export class BillingService {
     return checkLedger(await this.store.snapshot(tenantId));
   }
 
-  private async afterClose(tenantId: string, ref: string, r: CloseResult): Promise<CloseOutcome> {
+  private async afterClose(tenantId: string, ref: string, r: CloseResult, spendByCaller = false): Promise<CloseOutcome> {
     if (r.status === 'unknown') return outcome(ref, r);
     const hold = r.hold as HoldRecord;
     if (r.status === 'closed') {
@@ -277,7 +281,7 @@ export class BillingService {
     }
     // Also on duplicates: finalizeSpend is idempotent, and repeating it repairs a crash that
     // happened between the wallet settlement and the spend accounting.
-    await this.spend?.finalizeSpend(tenantId, ref, hold.settled);
+    if (!spendByCaller) await this.spend?.finalizeSpend(tenantId, ref, hold.settled);
     if (r.status === 'closed' && this.lowBalance) {
       if (hold.state === 'settled') await this.lowBalance.afterSettlement(tenantId, r.wallet);
       else await this.lowBalance.afterCredit(tenantId);

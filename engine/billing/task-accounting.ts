@@ -12,7 +12,7 @@ import type { Clock } from '../util/clock.ts';
 import { isUuid } from '../util/ids.ts';
 import type { TaskRecord } from '../tasks/task.ts';
 import type { Milli } from '../util/money.ts';
-import type { BillingService } from './service.ts';
+import type { BillingService, CloseOutcome } from './service.ts';
 
 /** The concurrent-task slots a task holds while it runs (LimitsService implements them). */
 export interface TaskSlots {
@@ -22,10 +22,13 @@ export interface TaskSlots {
    */
   acquireTask(tenantId: string, taskId: string, spend: Milli): Promise<void>;
   releaseTask(tenantId: string, taskId: string): Promise<unknown>;
+  /** The task's end: its reservation finalized at `settled` (null: cancelled) and its slot freed, in one step. */
+  closeTask(tenantId: string, taskId: string, settled: Milli | null): Promise<void>;
 }
 
-/** The hold's spend is reserved with the task's slot (TaskSlots.acquireTask). */
+/** The hold's spend is reserved with the task's slot (TaskSlots.acquireTask), and closed with it (closeTask). */
 const SPEND_RESERVED = Object.freeze({ spendReserved: true });
+const SPEND_BY_CALLER = Object.freeze({ spendByCaller: true });
 
 /** How long a proxied request's hold may stay open before the sweep takes its process for dead. */
 export const REQUEST_HOLD_MAX_MS = 3_600_000;
@@ -67,17 +70,16 @@ export class BilledTaskAccounting implements TaskAccounting {
     return (await route.pricing.quoteSettle(task.request, task.result, upstream)).milli;
   }
 
-  // The slot is freed beside the settlement, not after it: the task is already terminal (complete
-  // and abandon follow the winning terminal transition), so it no longer counts as active, and
-  // both steps are idempotent and done before the task is marked finalized: a process killed in
-  // between leaves the task unfinalized and whoever re-runs its ending repeats both. In Redis mode
-  // the slot's HDEL then leaves with the settlement's script in one write and one round trip,
-  // instead of waiting for the settlement and its spend accounting (two round trips).
+  // The hold is closed first (the wallet's step), then the task's spend reservation and its slot
+  // in one store step (Redis: one script for the reservation's close and the slot's HDEL, one
+  // command and one round trip less than the two calls). Each step is idempotent and both are
+  // done before the task is marked finalized: a process killed between them leaves the task
+  // unfinalized, and whoever re-runs its ending repeats both.
   async complete(task: TaskRecord): Promise<void> {
-    await both(
-      this.billing.settle(task.tenant_id, task.id, task.charge ?? 0, `${task.route}: completed`),
-      this.limits.releaseTask(task.tenant_id, task.id),
-    );
+    const r = await this.billing.settle(task.tenant_id, task.id, task.charge ?? 0, `${task.route}: completed`, SPEND_BY_CALLER);
+    // No hold to settle: its spend is left as it is, as BillingService.settle leaves it.
+    if (r.status === 'unknown') await this.limits.releaseTask(task.tenant_id, task.id);
+    else await this.limits.closeTask(task.tenant_id, task.id, r.settled);
   }
 
   async releaseOrphans(olderThanMs: number): Promise<number> {
@@ -97,8 +99,7 @@ export class BilledTaskAccounting implements TaskAccounting {
           continue;
         }
         if (at > cutoff || (await this.orphans.tasks.get(hold.ref))) continue;
-        await this.billing.release(tenantId, hold.ref, 'orphaned: the task was never stored');
-        await this.limits.releaseTask(tenantId, hold.ref);
+        await this.close(tenantId, hold.ref, await this.billing.release(tenantId, hold.ref, 'orphaned: the task was never stored', SPEND_BY_CALLER));
         released++;
       }
     }
@@ -106,16 +107,11 @@ export class BilledTaskAccounting implements TaskAccounting {
   }
 
   async abandon(task: TaskRecord): Promise<void> {
-    await both(
-      this.billing.release(task.tenant_id, task.id, task.error ? `failed: ${task.error.code}` : 'not started'),
-      this.limits.releaseTask(task.tenant_id, task.id),
-    );
+    await this.close(task.tenant_id, task.id, await this.billing.release(task.tenant_id, task.id, task.error ? `failed: ${task.error.code}` : 'not started', SPEND_BY_CALLER));
   }
-}
 
-/** Both steps run to their end (neither is left in flight when the other fails); the first error is thrown. */
-async function both(a: Promise<unknown>, b: Promise<unknown>): Promise<void> {
-  const [x, y] = await Promise.allSettled([a, b]);
-  if (x.status === 'rejected') throw x.reason;
-  if (y.status === 'rejected') throw y.reason;
+  /** After a release: the reservation finalized at what was settled (0), or cancelled when no hold was written; the slot freed. */
+  private close(tenantId: string, taskId: string, r: CloseOutcome): Promise<void> {
+    return this.limits.closeTask(tenantId, taskId, r.status === 'unknown' ? null : r.settled);
+  }
 }

@@ -208,6 +208,14 @@ export class LimitsService implements SpendGuard {
     return this.store.releaseTask(tenantId, taskId);
   }
 
+  /**
+   * A task's end: its spend reservation finalized at what was settled (`settled`; null: cancelled,
+   * no hold was written) and its slot freed, in one store step. Idempotent, as the two are.
+   */
+  async closeTask(tenantId: string, taskId: string, settled: Milli | null): Promise<void> {
+    await this.store.closeTask(tenantId, taskId, settled);
+  }
+
   activeTasks(tenantId: string): Promise<number> {
     return this.store.activeTasks(tenantId);
   }

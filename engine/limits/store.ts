@@ -37,6 +37,11 @@ export interface LimitsStore {
   admitTask(tenantId: string, taskId: string, limit: number | null, now: number, spend: SpendRequest): Promise<TaskAdmission>;
   /** Free the task's slot. True only for the call that freed it (exactly once per task). */
   releaseTask(tenantId: string, taskId: string): Promise<boolean>;
+  /**
+   * A task's end as ONE atomic step (Redis: one script): finalizeSpend(taskId, actual) (null:
+   * cancelSpend), then releaseTask. What each of the two answered.
+   */
+  closeTask(tenantId: string, taskId: string, actual: Milli | null): Promise<{ spend: boolean; slot: boolean }>;
   activeTasks(tenantId: string): Promise<number>;
 
   /**

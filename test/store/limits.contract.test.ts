@@ -97,6 +97,19 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
       expect(await a.spent(T, D)).to.equal(C(20));
     });
 
+    it('closeTask: the reservation finalized (or cancelled) and the slot freed, once each', async () => {
+      await a.admitTask(T, 't1', 5, 1, { day: D, milli: C(60), limit: null });
+      await a.admitTask(T, 't2', 5, 1, { day: D, milli: C(30), limit: null });
+      expect(await b.closeTask(T, 't1', C(20))).to.deep.equal({ spend: true, slot: true });
+      expect(await a.closeTask(T, 't1', C(20))).to.deep.equal({ spend: false, slot: false }); // a repeat changes nothing
+      expect(await a.closeTask(T, 't2', null)).to.deep.equal({ spend: true, slot: true }); // null: cancelled
+      expect(await b.spent(T, D)).to.equal(C(20));
+      expect(await a.activeTasks(T)).to.equal(0);
+      expect(await a.cancelSpend(T, 't1')).to.equal(false); // final
+      expect((await a.reserveSpend(T, 't2', D, C(1), null)).status).to.equal('reserved'); // a cancelled ref may be reserved again
+      expect(await a.closeTask(T, 'never', 0)).to.deep.equal({ spend: false, slot: false });
+    });
+
     it('race: 30 admissions on two connections never pass the slot limit or the spend limit', async () => {
       const rs = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).admitTask(T, `t${i}`, 10, i, { day: D, milli: C(15), limit: C(100) })));
       expect(rs.filter((r) => r.slot === 'full')).to.have.length(20);

@@ -71,6 +71,13 @@ export class MemoryLimitsStore implements LimitsStore {
     return true;
   }
 
+  async closeTask(tenantId: string, taskId: string, actual: Milli | null): Promise<{ spend: boolean; slot: boolean }> {
+    // Both bodies run before either promise is awaited: one synchronous run, as the Redis script.
+    const spend = actual === null ? this.cancelSpend(tenantId, taskId) : this.finalizeSpend(tenantId, taskId, actual);
+    const slot = this.releaseTask(tenantId, taskId);
+    return { spend: await spend, slot: await slot };
+  }
+
   async activeTasks(tenantId: string): Promise<number> {
     return this.active.get(tenantId)?.size ?? 0;
   }
