@@ -63,7 +63,7 @@ export class ClosedHolds {
     if (k >= this.until.length) k -= this.until.length;
     this.until[k] = until;
     if (hold.newRef) {
-      const record = JSON.stringify(copyHold(hold));
+      const record = JSON.stringify(hold); // its fields in HoldRecord's order from hold(), `ref` first, then `"newRef":true`
       const most = this.used + record.length * 3 + 1;
       if (most > this.bytes.length) this.compactOrGrow(Math.max(most, FIRST_BYTES));
       this.used += this.bytes.write(record, this.used);
@@ -95,7 +95,7 @@ export class ClosedHolds {
     const at = this.used > this.start ? this.bytes.lastIndexOf(`{"ref":${JSON.stringify(ref)},`, this.used - 1) : -1;
     if (at < this.start) return undefined;
     // A raw '{"ref":' only starts a record (a '"' inside a JSON string is escaped), and a record ends at its line's end.
-    return { ...(JSON.parse(this.bytes.toString('utf8', at, this.bytes.indexOf(0x0a, at))) as HoldRecord), newRef: true };
+    return JSON.parse(this.bytes.toString('utf8', at, this.bytes.indexOf(0x0a, at))) as KeptHold;
   }
 
   /** Every hold remembered, in closing order (copies of the records, the objects themselves). */
@@ -109,7 +109,7 @@ export class ClosedHolds {
         continue;
       }
       const end = this.ends[k]!;
-      out.push({ ...(JSON.parse(this.bytes.toString('utf8', from, end)) as HoldRecord), newRef: true });
+      out.push(JSON.parse(this.bytes.toString('utf8', from, end)) as KeptHold);
       from = end;
     }
     return out;
