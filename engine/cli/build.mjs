@@ -157,7 +157,7 @@ function prune(dir) {
  */
 export async function shippedEntry() {
   if (await build()) return join(DIST, 'cli', 'main.js');
-  console.error('gateway: dist/ is missing or older than engine/ and TypeScript is not installed to build it; running the TypeScript sources (about 50 MB more memory). Build with `npm run build` where the dev dependencies are installed.');
+  console.error('gateway: dist/ is missing or older than engine/ and TypeScript is not installed to build it; running the TypeScript sources (Node strips their types: 15–30 MB more memory). Build with `npm run build` where the dev dependencies are installed.');
   return join(ENGINE, 'cli', 'main.ts');
 }
 
