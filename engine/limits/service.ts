@@ -2,7 +2,8 @@
 // all answered as GatewayError 429 with Retry-After. Requests under every limit are never refused.
 //
 // Wiring (lead): per request   checkRequest({tenantId, keyId, model})
-//                async create  acquireTask(tenantId, taskId) ... releaseTask(tenantId, taskId) on the terminal state
+//                async create  acquireTask(tenantId, taskId, spend) (the slot and the hold's spend in one
+//                              store step) ... closeTask(tenantId, taskId, settled) on the terminal state
 //                daily spend   pass the service as BillingService's `spend` (SpendGuard): holds reserve
 //                              spend (1005 when over), settle/release lower it to what was settled;
 //                              for post-paid chat call checkSpend(tenantId) before the upstream call.
