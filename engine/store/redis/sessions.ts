@@ -9,9 +9,14 @@ import { lua } from './script.ts';
 
 // KEYS: owner index. ARGV: drop-before (ms), created (ms), hash, index ttl (ms), max.
 // Adds the hash, drops entries past the lifetime cap, and pops (returns) the oldest beyond max.
+// The score is the creation time, but always above the newest entry's: sign-ins in the same
+// millisecond would otherwise be ordered by their random hashes, and the cap could drop the newest.
 const ADD = lua(`
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+local score = tonumber(ARGV[2])
+local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+if newest[2] and tonumber(newest[2]) >= score then score = tonumber(newest[2]) + 1 end
+redis.call('ZADD', KEYS[1], score, ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 local n = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[5])
 if n <= 0 then return {} end
