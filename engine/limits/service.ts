@@ -60,6 +60,21 @@ const LOCAL: ChangeFeed = { live: true, generation: 0 };
 /** A value the memory store answers at once and Redis through a round trip. */
 type Maybe<T> = T | Promise<T>;
 
+/**
+ * `step.call(self, a, b, value)` once `value` is known: at once when it already is (the memory
+ * store with the limits cached: no closure and no promise per request, where a `then` cost each
+ * chat an allocation and a microtask turn), else when it resolves. A throw comes back as a
+ * rejected promise either way, so a caller may start its other checks beside this one.
+ */
+function whenKnown<S, T, A, B, R>(self: S, value: Maybe<T>, step: (this: S, a: A, b: B, value: T) => Maybe<R>, a: A, b: B): Maybe<R> {
+  if (value instanceof Promise) return value.then((v: T) => step.call(self, a, b, v));
+  try {
+    return step.call(self, a, b, value);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
 interface CachedOverrides {
   at: number;
   /** The change feed's generation before the read. */
@@ -110,14 +125,14 @@ export class LimitsService implements SpendGuard {
   /**
    * The limits in force for a tenant (and model), its run-time overrides included: at once while
    * they are cached (every request asks, and a promise here cost each chat a few microtask turns),
-   * else after the tenant's record is read.
+   * else after the tenant's record is read. A failure is a rejected promise, never a throw.
    */
   effective(tenantId: string, model: string | undefined): Maybe<EffectiveLimits> {
     if (!this.tenantOverrides) return this.config.forTenant(tenantId, model);
     const now = this.clock.now();
     const cached = this.overrides.get(tenantId);
-    if (cached && now - cached.at < this.overridesTtlMs && this.changes.live && this.changes.generation === cached.feed) return this.merged(tenantId, model, cached);
-    return this.readOverrides(tenantId, now).then((read) => this.merged(tenantId, model, read));
+    const fresh = cached && now - cached.at < this.overridesTtlMs && this.changes.live && this.changes.generation === cached.feed;
+    return whenKnown(this, fresh ? cached : this.readOverrides(tenantId, now), this.merged, tenantId, model);
   }
 
   private async readOverrides(tenantId: string, now: number): Promise<CachedOverrides> {
@@ -159,16 +174,10 @@ export class LimitsService implements SpendGuard {
    * promise, never a throw, so a caller may start its other checks beside this one.
    */
   checkRequest(who: RequestIdentity): void | Promise<void> {
-    // No closure per request on the memory store: the limits are cached and the counters answer at once.
-    try {
-      const eff = this.effective(who.tenantId, who.model);
-      return eff instanceof Promise ? eff.then((e) => this.countRequest(who, e)) : this.countRequest(who, eff);
-    } catch (err) {
-      return Promise.reject(err);
-    }
+    return whenKnown(this, this.effective(who.tenantId, who.model), this.countRequest, who, undefined);
   }
 
-  private countRequest(who: RequestIdentity, eff: EffectiveLimits): void | Promise<void> {
+  private countRequest(who: RequestIdentity, _: undefined, eff: EffectiveLimits): void | Promise<void> {
     const scopes: { scope: RateScope; id: string; windows: RateWindows }[] = [{ scope: 'key', id: who.keyId, windows: eff.rate.key }];
     if (who.model !== undefined) scopes.push({ scope: 'model', id: `${who.tenantId}:${who.model}`, windows: eff.rate.model });
     scopes.push({ scope: 'tenant', id: who.tenantId, windows: eff.rate.tenant });
@@ -227,25 +236,18 @@ export class LimitsService implements SpendGuard {
    * answered at once (as checkRequest; a refusal is a rejected promise).
    */
   checkSpend(tenantId: string, milli: Milli = 1): void | Promise<void> {
-    try {
-      assertMilli(milli, 'spend', { nonNegative: true });
-      const eff = this.effective(tenantId, undefined);
-      return eff instanceof Promise ? eff.then((e) => this.spendUnder(tenantId, milli, e.dailySpend)) : this.spendUnder(tenantId, milli, eff.dailySpend);
-    } catch (err) {
-      return Promise.reject(err);
-    }
+    return whenKnown(this, this.effective(tenantId, undefined), this.spendUnder, tenantId, milli);
   }
 
-  private spendUnder(tenantId: string, milli: Milli, limit: Milli | null): void | Promise<void> {
+  private spendUnder(tenantId: string, milli: Milli, eff: EffectiveLimits): void | Promise<void> {
+    assertMilli(milli, 'spend', { nonNegative: true });
+    const limit = eff.dailySpend;
     if (limit === null) return;
-    const spent = this.store.spent(tenantId, this.today());
-    if (!(spent instanceof Promise)) {
-      if (spent + milli > limit) throw this.spendError(limit, spent);
-      return;
-    }
-    return spent.then((s) => {
-      if (s + milli > limit) throw this.spendError(limit, s);
-    });
+    return whenKnown(this, this.store.spent(tenantId, this.today()), this.underLimit, milli, limit);
+  }
+
+  private underLimit(milli: Milli, limit: Milli, spent: Milli): void {
+    if (spent + milli > limit) throw this.spendError(limit, spent);
   }
 
   /** SpendGuard: count a hold against today's spend, or throw 1005. Once per ref. */
