@@ -185,19 +185,15 @@ export class LimitsService implements SpendGuard {
   }
 
   /**
-   * Take a concurrent-task slot; throws 1005 when the tenant has its limit of active tasks. Idempotent per task.
-   * With `spend`, also reserves the task's hold against today's spend under the task id, as
-   * reserveSpend would, in the same store step (the hold that follows is then made with
-   * `spendReserved`): 1005 when over, and the slot is freed again.
+   * Take a concurrent-task slot and reserve the task's hold (`spend`) against today's spend under
+   * the task id, as reserveSpend would, in one store step (the hold that follows is then made with
+   * `spendReserved`). 1005 when the tenant has its limit of active tasks, or when the spend is
+   * over the day's limit (the slot is then freed again). Idempotent per task.
    */
-  async acquireTask(tenantId: string, taskId: string, spend?: Milli): Promise<void> {
+  async acquireTask(tenantId: string, taskId: string, spend: Milli): Promise<void> {
+    assertMilli(spend, 'spend', { nonNegative: true });
     const eff = await this.effective(tenantId, undefined);
     const limit = eff.concurrentTasks;
-    if (spend === undefined) {
-      if ((await this.store.acquireTask(tenantId, taskId, limit, this.clock.now())) === 'full') throw this.slotsError(limit!);
-      return;
-    }
-    assertMilli(spend, 'spend', { nonNegative: true });
     const r = await this.store.admitTask(tenantId, taskId, limit, this.clock.now(), { day: this.today(), milli: spend, limit: eff.dailySpend });
     if (r.slot === 'full') throw this.slotsError(limit!);
     if (r.spend!.status === 'refused') {

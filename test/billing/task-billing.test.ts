@@ -79,8 +79,9 @@ describe('task billing through the gateway', () => {
   it('a hold whose task was never stored (a process died in between) is released by the sweep', async () => {
     const { tenant: t } = await tenant({ credits: 100 });
     const orphan = '9b2f0c1e-4a57-4c43-9d5e-000000000001';
-    await gw.limits.acquireTask(t.id, orphan);
-    await gw.billing.hold(t.id, orphan, 34_000);
+    // The product's path up to the task's write: the slot with the hold's spend, then the hold.
+    await gw.limits.acquireTask(t.id, orphan, 34_000);
+    await gw.billing.hold(t.id, orphan, 34_000, '', { spendReserved: true });
     expect((await wallet(t.id)).held).to.equal(34_000);
     // The sweep releases the hold, then the task slot (two store calls): wait for both.
     for (const deadline = Date.now() + 5000; (await wallet(t.id)).held !== 0 || (await gw.limits.activeTasks(t.id)) !== 0; ) {

@@ -172,26 +172,28 @@ describe('limits', () => {
   });
 
   describe('concurrent tasks (1005)', () => {
+    // A task is admitted with its hold's spend (the product's path: the price is quoted first).
+    const HOLD = 1_000;
     it('acquires up to the limit, refuses the next with 1005 + Retry-After, frees on release', async () => {
       const limits = make({ concurrent_tasks: 3, concurrent_retry_after_seconds: 7 });
-      for (const id of ['t1', 't2', 't3']) await limits.acquireTask(T, id);
-      await limits.acquireTask(T, 't2'); // the same task again: idempotent, no second slot
+      for (const id of ['t1', 't2', 't3']) await limits.acquireTask(T, id, HOLD);
+      await limits.acquireTask(T, 't2', HOLD); // the same task again: idempotent, no second slot
       expect(await limits.activeTasks(T)).to.equal(3);
-      const e = (await outcome(limits.acquireTask(T, 't4'))) as GatewayError;
+      const e = (await outcome(limits.acquireTask(T, 't4', HOLD))) as GatewayError;
       expect([e.code, e.status, e.title]).to.deep.equal([1005, 429, 'Quota Exceeded']);
       expect(e.headers['Retry-After']).to.equal('7');
       expect(e.detail).to.match(/at most 3 asynchronous tasks/);
-      expect(await outcome(limits.acquireTask('tenant-2', 'x'))).to.equal('ok'); // per tenant
+      expect(await outcome(limits.acquireTask('tenant-2', 'x', HOLD))).to.equal('ok'); // per tenant
       expect(await limits.releaseTask(T, 't1')).to.equal(true);
       expect(await limits.releaseTask(T, 't1')).to.equal(false); // exactly once
       expect(await limits.activeTasks(T)).to.equal(2);
-      await limits.acquireTask(T, 't4');
+      await limits.acquireTask(T, 't4', HOLD);
       expect(await limits.activeTasks(T)).to.equal(3);
     });
 
     it('parallel acquires never pass the limit; parallel duplicate releases free each slot once', async () => {
       const limits = make({ concurrent_tasks: 10 });
-      const rs = await Promise.all(Array.from({ length: 40 }, (_, i) => outcome(limits.acquireTask(T, `t${i}`))));
+      const rs = await Promise.all(Array.from({ length: 40 }, (_, i) => outcome(limits.acquireTask(T, `t${i}`, HOLD))));
       const acquired = rs.map((r, i) => (r === 'ok' ? `t${i}` : null)).filter((x): x is string => x !== null);
       expect(acquired).to.have.length(10);
       expect(rs.filter((r) => r !== 'ok').every((r) => (r as GatewayError).code === 1005)).to.equal(true);
@@ -202,7 +204,7 @@ describe('limits', () => {
 
     it('null means no concurrency limit', async () => {
       const limits = make({ concurrent_tasks: null });
-      await Promise.all(Array.from({ length: 100 }, (_, i) => limits.acquireTask(T, `t${i}`)));
+      await Promise.all(Array.from({ length: 100 }, (_, i) => limits.acquireTask(T, `t${i}`, HOLD)));
       expect(await limits.activeTasks(T)).to.equal(100);
     });
   });

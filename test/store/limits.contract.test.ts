@@ -70,9 +70,9 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
 
     it('through LimitsService: 1005 with Retry-After when full', async () => {
       const limits = service({ concurrent_tasks: 2, concurrent_retry_after_seconds: 7 });
-      await limits.acquireTask(T, 't1');
-      await service({ concurrent_tasks: 2 }, 1).acquireTask(T, 't2');
-      const e = (await outcome(limits.acquireTask(T, 't3'))) as GatewayError;
+      await limits.acquireTask(T, 't1', C(1));
+      await service({ concurrent_tasks: 2 }, 1).acquireTask(T, 't2', C(1));
+      const e = (await outcome(limits.acquireTask(T, 't3', C(1)))) as GatewayError;
       expect([e.code, e.status, e.headers['Retry-After']]).to.deep.equal([1005, 429, '7']);
     });
   });
