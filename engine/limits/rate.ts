@@ -16,8 +16,7 @@
 // a promise per counter and a Promise.allSettled over them were, with their group entries, some
 // of the Redis-mode chat's extra CPU (docs/performance.md).
 import { dependencyUnavailable, GatewayError } from '../errors/gateway-error.ts';
-import type { Clock } from '../util/clock.ts';
-import { RATE_WINDOWS, WINDOW_MS, type RateScope, type RateWindow, type RateWindows } from './config.ts';
+import { RATE_SCOPES, RATE_WINDOWS, WINDOW_MS, type RateScope, type RateWindow, type RateWindows } from './config.ts';
 import type { RateCount, RateCounters } from './store.ts';
 import { limitRefusals } from '../metrics/metrics.ts';
 
@@ -38,30 +37,30 @@ interface Counted extends RateCount {
   plan: WindowPlan;
 }
 
+/** The limited windows of one set of rate limits, per scope. */
+type ScopePlans = Record<RateScope, WindowPlan[]>;
+
 export class RateLimits {
   private readonly counters: RateCounters;
-  private readonly clock: Clock;
-  private readonly plans = new WeakMap<RateWindows, Map<RateScope, WindowPlan[]>>();
+  private readonly plans = new WeakMap<Record<RateScope, RateWindows>, ScopePlans>();
 
-  constructor(counters: RateCounters, clock: Clock) {
+  constructor(counters: RateCounters) {
     this.counters = counters;
-    this.clock = clock;
   }
 
   /**
-   * Count one request against each scope's windows, or refuse it with 1004 and Retry-After
-   * (nothing counted). `tenantId`: whose counters they are (on Redis: one script in its slot for
-   * all, with the rest of the request's admission). Counters that answer at once (memory) are
-   * judged at once: undefined, or a throw; else a promise.
+   * Count one request against the key's, the model's (`modelId` undefined: none) and the
+   * tenant's windows of `rate`, or refuse it with 1004 and Retry-After (nothing counted). The
+   * tenant's id also names whose counters they are (on Redis: one script in its slot for all,
+   * with the rest of the request's admission). Counters that answer at once (memory) are judged
+   * at once: undefined, or a throw; else a promise.
    */
-  check(scopes: { scope: RateScope; id: string; windows: RateWindows }[], tenantId?: string): void | Promise<void> {
-    const now = this.clock.now();
+  check(rate: Record<RateScope, RateWindows>, keyId: string, modelId: string | undefined, tenantId: string, now: number): void | Promise<void> {
+    const plans = this.plansOf(rate);
     const counted: Counted[] = [];
-    for (const { scope, id, windows } of scopes) {
-      for (const plan of this.plan(scope, windows)) {
-        counted.push({ name: plan.name, windowMs: plan.ms, id, n: Math.floor(now / plan.ms), plan });
-      }
-    }
+    count(counted, plans.key, keyId, now);
+    if (modelId !== undefined) count(counted, plans.model, modelId, now);
+    count(counted, plans.tenant, tenantId, now);
     if (!counted.length) return;
     const counts = this.counters.add(counted, tenantId);
     if (Array.isArray(counts)) return this.judge(counted, counts, now, tenantId);
@@ -99,19 +98,26 @@ export class RateLimits {
     return undo.then(thrower, thrower);
   }
 
-  /** The limited windows of a scope, worked out once per limits object. */
-  private plan(scope: RateScope, windows: RateWindows): WindowPlan[] {
-    let byScope = this.plans.get(windows);
-    if (!byScope) this.plans.set(windows, (byScope = new Map()));
-    let plan = byScope.get(scope);
-    if (!plan) {
-      plan = [];
-      for (const window of RATE_WINDOWS) {
-        const points = windows[window];
-        if (points !== null) plan.push({ scope, window, points, ms: WINDOW_MS[window], name: `rl_${scope}_${window}` });
+  /** The limited windows of each scope, worked out once per limits object. */
+  private plansOf(rate: Record<RateScope, RateWindows>): ScopePlans {
+    let plans = this.plans.get(rate);
+    if (!plans) {
+      plans = {} as ScopePlans;
+      for (const scope of RATE_SCOPES) {
+        const windows = rate[scope];
+        const plan: WindowPlan[] = (plans[scope] = []);
+        for (const window of RATE_WINDOWS) {
+          const points = windows[window];
+          if (points !== null) plan.push({ scope, window, points, ms: WINDOW_MS[window], name: `rl_${scope}_${window}` });
+        }
       }
-      byScope.set(scope, plan);
+      this.plans.set(rate, plans);
     }
-    return plan;
+    return plans;
   }
+}
+
+/** `id`'s counter in the current window of each plan. */
+function count(counted: Counted[], plans: WindowPlan[], id: string, now: number): void {
+  for (const plan of plans) counted.push({ name: plan.name, windowMs: plan.ms, id, n: Math.floor(now / plan.ms), plan });
 }

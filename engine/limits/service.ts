@@ -12,7 +12,7 @@
 import { GatewayError } from '../errors/gateway-error.ts';
 import { isoAt, systemClock, type Clock } from '../util/clock.ts';
 import { assertMilli, formatCredits, type Milli } from '../util/money.ts';
-import { LimitsConfig, type EffectiveLimits, type LimitsConfigInput, type RateScope, type RateWindows, type TenantLimitsInput } from './config.ts';
+import { LimitsConfig, type EffectiveLimits, type LimitsConfigInput, type TenantLimitsInput } from './config.ts';
 import { RateLimits } from './rate.ts';
 import type { LimitsStore, RateCounters } from './store.ts';
 import { limitRefusals } from '../metrics/metrics.ts';
@@ -116,7 +116,7 @@ export class LimitsService implements SpendGuard {
     this.store = opts.store;
     this.clock = opts.clock ?? systemClock;
     this.config = opts.config instanceof LimitsConfig ? opts.config : new LimitsConfig(opts.config);
-    this.rates = new RateLimits(opts.rateCounters, this.clock);
+    this.rates = new RateLimits(opts.rateCounters);
     this.tenantOverrides = opts.tenantOverrides;
     this.overridesTtlMs = opts.overridesTtlMs ?? 5_000;
     this.changes = opts.changes ?? LOCAL;
@@ -127,9 +127,8 @@ export class LimitsService implements SpendGuard {
    * they are cached (every request asks, and a promise here cost each chat a few microtask turns),
    * else after the tenant's record is read. A failure is a rejected promise, never a throw.
    */
-  effective(tenantId: string, model: string | undefined): Maybe<EffectiveLimits> {
+  effective(tenantId: string, model: string | undefined, now = this.clock.now()): Maybe<EffectiveLimits> {
     if (!this.tenantOverrides) return this.config.forTenant(tenantId, model);
-    const now = this.clock.now();
     const cached = this.overrides.get(tenantId);
     const fresh = cached && now - cached.at < this.overridesTtlMs && this.changes.live && this.changes.generation === cached.feed;
     return whenKnown(this, fresh ? cached : this.readOverrides(tenantId, now), this.merged, tenantId, model);
@@ -174,14 +173,12 @@ export class LimitsService implements SpendGuard {
    * promise, never a throw, so a caller may start its other checks beside this one.
    */
   checkRequest(who: RequestIdentity): void | Promise<void> {
-    return whenKnown(this, this.effective(who.tenantId, who.model), this.countRequest, who, undefined);
+    const now = this.clock.now();
+    return whenKnown(this, this.effective(who.tenantId, who.model, now), this.countRequest, who, now);
   }
 
-  private countRequest(who: RequestIdentity, _: undefined, eff: EffectiveLimits): void | Promise<void> {
-    const scopes: { scope: RateScope; id: string; windows: RateWindows }[] = [{ scope: 'key', id: who.keyId, windows: eff.rate.key }];
-    if (who.model !== undefined) scopes.push({ scope: 'model', id: `${who.tenantId}:${who.model}`, windows: eff.rate.model });
-    scopes.push({ scope: 'tenant', id: who.tenantId, windows: eff.rate.tenant });
-    return this.rates.check(scopes, who.tenantId);
+  private countRequest(who: RequestIdentity, now: number, eff: EffectiveLimits): void | Promise<void> {
+    return this.rates.check(eff.rate, who.keyId, who.model === undefined ? undefined : `${who.tenantId}:${who.model}`, who.tenantId, now);
   }
 
   /**
