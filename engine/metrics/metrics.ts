@@ -359,9 +359,11 @@ export function setScrapeSources(sources: ScrapeSources): () => void {
   };
 }
 
-/** "2xx".."5xx" of an HTTP status. */
+const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'];
+
+/** "1xx".."5xx" of an HTTP status (the same five strings every time: no new label string per update). */
 export function statusClass(status: number): string {
-  return status >= 100 && status < 600 ? `${Math.floor(status / 100)}xx` : 'other';
+  return status >= 100 && status < 600 ? STATUS_CLASSES[Math.floor(status / 100) - 1]! : 'other';
 }
 
 /**
