@@ -27,12 +27,11 @@ export interface TaskAdmission {
 }
 
 export interface LimitsStore {
-  /** Take a slot for `taskId` unless the tenant already has `limit` (null = no limit) active; idempotent per task. */
-  acquireTask(tenantId: string, taskId: string, limit: number | null, now: number): Promise<AcquireResult>;
   /**
-   * acquireTask, then (unless the slot is 'full') reserveSpend of `spend` under the task id, as ONE
-   * atomic step (Redis: one script, one round trip at each create). A refused reservation keeps
-   * the slot: the caller frees it as it would after the two calls.
+   * A task's admission as ONE atomic step (Redis: one script, one round trip at each create): a
+   * slot for `taskId` unless the tenant already has `limit` (null = no limit) active (idempotent
+   * per task), then, unless the slot is 'full', reserveSpend of `spend` under the task id. A
+   * refused reservation keeps the slot: the caller frees it.
    */
   admitTask(tenantId: string, taskId: string, limit: number | null, now: number, spend: SpendRequest): Promise<TaskAdmission>;
   /** Free the task's slot. True only for the call that freed it (exactly once per task). */

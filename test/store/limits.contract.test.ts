@@ -42,24 +42,28 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
   });
 
   describe('concurrent task slots', () => {
+    // A slot is taken with its task's spend (admitTask, the one way in); nothing reserved here.
+    const slot = async (store: LimitsStore, tenant: string, id: string, limit: number | null, now: number) =>
+      (await store.admitTask(tenant, id, limit, now, { day: '2026-03-10', milli: 0, limit: null })).slot;
+
     it('acquires up to the limit, idempotently per task; releases exactly once', async () => {
-      for (const id of ['t1', 't2', 't3']) expect(await a.acquireTask(T, id, 3, 1)).to.equal('acquired');
-      expect(await b.acquireTask(T, 't2', 3, 2)).to.equal('already');
-      expect(await b.acquireTask(T, 't4', 3, 2)).to.equal('full');
-      expect(await a.acquireTask('tenant-2', 't4', 3, 2)).to.equal('acquired');
+      for (const id of ['t1', 't2', 't3']) expect(await slot(a, T, id, 3, 1)).to.equal('acquired');
+      expect(await slot(b, T, 't2', 3, 2)).to.equal('already');
+      expect(await slot(b, T, 't4', 3, 2)).to.equal('full');
+      expect(await slot(a, 'tenant-2', 't4', 3, 2)).to.equal('acquired');
       expect(await a.activeTasks(T)).to.equal(3);
       expect(await b.releaseTask(T, 't1')).to.equal(true);
       expect(await a.releaseTask(T, 't1')).to.equal(false);
       expect(await a.releaseTask(T, 'never')).to.equal(false);
       expect(await b.activeTasks(T)).to.equal(2);
-      expect(await a.acquireTask(T, 't4', 3, 3)).to.equal('acquired');
-      expect(await a.acquireTask(T, 't5', null, 3)).to.equal('acquired'); // null: no limit
+      expect(await slot(a, T, 't4', 3, 3)).to.equal('acquired');
+      expect(await slot(a, T, 't5', null, 3)).to.equal('acquired'); // null: no limit
       expect(await a.activeTasks(T)).to.equal(4);
       expect(await a.activeTasks('nobody')).to.equal(0);
     });
 
     it('race: 40 acquires on two connections never pass the limit; duplicate releases free each slot once', async () => {
-      const rs = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).acquireTask(T, `t${i}`, 10, i)));
+      const rs = await Promise.all(Array.from({ length: 40 }, (_, i) => slot(i % 2 ? a : b, T, `t${i}`, 10, i)));
       const acquired = rs.map((r, i) => (r === 'acquired' ? `t${i}` : null)).filter((x): x is string => x !== null);
       expect(acquired).to.have.length(10);
       expect(rs.filter((r) => r === 'full')).to.have.length(30);
@@ -330,11 +334,10 @@ forEachBackend('LimitsStore contract and rate limiters', (env) => {
       it('keeps a tenant\'s counters and day totals in its wallet hash (its slot), a field each', async () => {
         const limits = service(only({ key: { per_second: 5 } }));
         await limits.checkRequest({ tenantId: T, keyId: 'k1' });
-        await a.acquireTask(T, 't1', null, 0);
-        await a.reserveSpend(T, 'r1', '2026-03-10', 5, null);
+        await a.admitTask(T, 't1', null, 0, { day: '2026-03-10', milli: 5, limit: null });
         const keys = await keysUnder(env.a, prefix);
         const window = Math.floor(clock.now() / 1000);
-        expect(keys).to.deep.equal([`${prefix}{t:${T}}:active`, `${prefix}{t:${T}}:spend:r1`, `${prefix}{t:${T}}:wallet`]);
+        expect(keys).to.deep.equal([`${prefix}{t:${T}}:active`, `${prefix}{t:${T}}:spend:t1`, `${prefix}{t:${T}}:wallet`]);
         expect(await env.a.hgetall(keys[2]!)).to.deep.equal({ 'w:rl_key:k1': `${window}|1||0||0`, 's:2026-03-10': '5', sd: '2026-03-10' });
         expect(await env.a.ttl(keys[1]!)).to.be.within(4 * 86_400 - 5, 4 * 86_400);
       });

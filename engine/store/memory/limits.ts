@@ -45,10 +45,6 @@ export class MemoryLimitsStore implements LimitsStore {
     if (this.finalRefs !== Infinity && (!Number.isSafeInteger(this.finalRefs) || this.finalRefs < 1)) throw new Error('finalRefs must be a positive integer');
   }
 
-  async acquireTask(tenantId: string, taskId: string, limit: number | null, now: number): Promise<AcquireResult> {
-    return this.take(tenantId, taskId, limit, now);
-  }
-
   /** Both steps in one synchronous run: atomic, as the Redis script. */
   async admitTask(tenantId: string, taskId: string, limit: number | null, now: number, spend: SpendRequest): Promise<TaskAdmission> {
     const slot = this.take(tenantId, taskId, limit, now);

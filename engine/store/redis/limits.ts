@@ -51,16 +51,13 @@ local function spend_reserve(W, R, S, day, milli, limit, cutoff_day, ttl)
 end
 `;
 
-// KEYS: active. ARGV: task id, limit ('' = none), now.
-const ACQUIRE = lua(SLOT_LIB + 'return slot_take(KEYS[1], ARGV[1], ARGV[2], ARGV[3])');
-
 // KEYS: wallet, ref, old spend. ARGV: day, milli, limit ('' = none), cutoff day, ref ttl (s).
 const RESERVE = lua(RESERVE_LIB + `
 local status, s = spend_reserve(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 return { status, num(s) }
 `);
 
-// A task's admission (acquireTask, then reserveSpend of its id unless the slot is full) in one
+// A task's admission (its slot, then reserveSpend of its id unless the slot is full) in one
 // script and one round trip: the same two steps, on keys of the tenant's slot.
 // KEYS: active, wallet, ref, old spend. ARGV: task id, slot limit, now, day, milli, spend limit,
 // cutoff day, ref ttl (s).
@@ -151,10 +148,6 @@ export class RedisLimitsStore implements LimitsStore {
       await RECORD.run(this.client, [this.k(tenantId, 'wallet'), this.k(tenantId, 'spend')], [day, String(milli), cutoff(day)]);
       return adds.map((): void => undefined);
     });
-  }
-
-  async acquireTask(tenantId: string, taskId: string, limit: number | null, now: number): Promise<AcquireResult> {
-    return (await ACQUIRE.run(this.client, [this.k(tenantId, 'active')], [taskId, limit === null ? '' : String(limit), String(now)])) as AcquireResult;
   }
 
   async admitTask(tenantId: string, taskId: string, limit: number | null, now: number, spend: SpendRequest): Promise<TaskAdmission> {
