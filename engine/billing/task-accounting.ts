@@ -1,6 +1,8 @@
 // Billing and quotas of asynchronous tasks (the lifecycle's TaskAccounting port):
 //   reserve  → a concurrent-task slot, then a hold of the route's maximum price (402 / 1003,
 //              429 / 1005 refuse the task before anything is stored)
+//   freeSlot → the concurrent-task slot, just before the terminal transition (so it is free
+//              by the time the terminal state is visible)
 //   complete → settle the actual price (from the result, e.g. billed seconds) and release the rest
 //   abandon  → release the whole hold: a failed task is never billed
 // The lifecycle calls complete/abandon only after winning the transition to a terminal state,
@@ -66,15 +68,19 @@ export class BilledTaskAccounting implements TaskAccounting {
     }
   }
 
+  async freeSlot(task: TaskRecord): Promise<void> {
+    await this.limits.releaseTask(task.tenant_id, task.id);
+  }
+
   async price(task: TaskRecord, route: AsyncRoutePlan, upstream?: unknown): Promise<number> {
     return (await route.pricing.quoteSettle(task.request, task.result, upstream)).milli;
   }
 
-  // The hold is closed first (the wallet's step), then the task's spend reservation and its slot
-  // in one store step (Redis: one script for the reservation's close and the slot's HDEL, one
-  // command and one round trip less than the two calls). Each step is idempotent and both are
-  // done before the task is marked finalized: a process killed between them leaves the task
-  // unfinalized, and whoever re-runs its ending repeats both.
+  // The hold is closed first (the wallet's step), then the task's spend reservation in one store
+  // step with the slot (freed before the terminal transition by freeSlot; the HDEL here is a
+  // no-op then, and frees the slot of a task that went terminal before freeSlot existed). Each
+  // step is idempotent and both are done before the task is marked finalized: a process killed
+  // between them leaves the task unfinalized, and whoever re-runs its ending repeats both.
   async complete(task: TaskRecord): Promise<void> {
     const r = await this.billing.settle(task.tenant_id, task.id, task.charge ?? 0, `${task.route}: completed`, SPEND_BY_CALLER);
     // No hold to settle: its spend is left as it is, as BillingService.settle leaves it.

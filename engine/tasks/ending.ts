@@ -23,6 +23,8 @@ export class TaskEnding {
 
   /** fail(), returning the failed task when this call failed it (undefined: it had already finished). */
   async failTask(task: TaskRecord, err: GatewayError): Promise<TaskRecord | undefined> {
+    // The slot first: free once the failure can be seen (TaskAccounting.freeSlot).
+    await this.d.accounting.freeSlot(task);
     const failed = await this.d.store.transition(task.id, ACTIVE, { status: 'failed', error: err.toTaskError(), finalized: false, updated_at: isoNow(this.d.clock) });
     if (!failed) return undefined;
     finished(failed, err.code);

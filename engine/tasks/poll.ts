@@ -206,6 +206,7 @@ export class TaskPolling {
     // The price is fixed before the transition, so a re-run of finalize() settles the same amount.
     const charge = await this.d.accounting.price({ ...task, result }, route, body);
     const patch = { status: 'completed', ...copied.patch, charge, finalized: false, updated_at: isoNow(this.d.clock), poll_failures: 0 } satisfies Partial<TaskRecord>;
+    await this.d.accounting.freeSlot(task); // free once `completed` can be seen (TaskAccounting.freeSlot)
     if (!(await this.d.store.update(task.id, ACTIVE, patch))) return false; // someone else finished it first
     // What finalize() and the metrics read of the completed task is the patch and the fields a
     // task never changes (ids, route, tenant, created_at, traceparent): the record as read at the

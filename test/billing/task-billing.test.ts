@@ -112,6 +112,43 @@ describe('task billing through the gateway', () => {
     expect(page2.body.data.map((e: { kind: string }) => e.kind)).to.deep.equal(['topup']);
   });
 
+  // A client that sees its task terminal (GET, the webhook) and submits another at once must get
+  // the slot back: the slot is free before the terminal state is written. Checked at the write
+  // itself (the store's compare-and-set, wrapped: the lifecycle waits on the check before its
+  // next step), so the order is tested, not the timing.
+  it('a task\'s concurrent-task slot is free when its terminal state is written: completed, failed, cancelled', async () => {
+    const { tenant: t, key } = await tenant({ credits: 1000 });
+    const seen: Array<[string, number]> = [];
+    const store = gw.tasks;
+    const { update, transition } = store;
+    const own = Object.hasOwn(store, 'update');
+    const check = async (patch: { status?: string }, applied: unknown) => {
+      if (applied && (patch.status === 'completed' || patch.status === 'failed')) seen.push([patch.status, await gw.limits.activeTasks(t.id)]);
+    };
+    store.update = async (id, from, patch) => {
+      const applied = await update.call(store, id, from, patch);
+      await check(patch, applied);
+      return applied;
+    };
+    store.transition = async (id, from, patch) => {
+      const applied = await transition.call(store, id, from, patch);
+      await check(patch, applied);
+      return applied;
+    };
+    try {
+      for (const prompt of ['a fox', 'a fox [sandbox:fail]']) {
+        const created = await call(gw.url, 'POST', IMAGES, { key, body: { prompt } });
+        await waitForTask(gw.url, `${IMAGES}/${created.body.task_info.id}`, key);
+      }
+      const hung = await call(gw.url, 'POST', IMAGES, { key, body: { prompt: 'x [sandbox:hang]' } });
+      expect((await call(gw.url, 'POST', `${IMAGES}/${hung.body.task_info.id}/cancel`, { key })).status).to.equal(200);
+    } finally {
+      if (own) Object.assign(store, { update, transition });
+      else for (const m of ['update', 'transition'] as const) delete (store as Partial<typeof store>)[m];
+    }
+    expect(seen).to.deep.equal([['completed', 0], ['failed', 0], ['failed', 0]]);
+  });
+
   describe('Idempotency-Key', () => {
     it('a sequential retry replays the first answer: one task, one hold', async () => {
       const { tenant: t, key } = await tenant({ credits: 1000 });
