@@ -35,7 +35,11 @@ const off = new Set(process.env.BENCH_OFF?.split(','));
 const limitsOff = () => core || off.has('limits');
 const billingOff = () => core || off.has('billing');
 const chatPorts = (real: ChatPorts): ChatPorts => ({
-  limits: { checkRequest: (who) => (limitsOff() ? Promise.resolve() : real.limits.checkRequest(who)), checkSpend: (t) => (limitsOff() ? Promise.resolve() : real.limits.checkSpend(t)) },
+  limits: {
+    checkRequest: (who, known) => (limitsOff() ? Promise.resolve() : real.limits.checkRequest(who, known)),
+    checkSpend: (t, milli, known) => (limitsOff() ? Promise.resolve() : real.limits.checkSpend(t, milli, known)),
+    effective: (t, model) => real.limits.effective(t, model),
+  },
   billing: { reserve: (t, r, milli, n) => (billingOff() ? Promise.resolve(milli) : real.billing.reserve(t, r, milli, n)), close: (...a) => (billingOff() ? Promise.resolve() : real.billing.close(...a)) },
 });
 const gw = await startGateway(config, { chatPorts });

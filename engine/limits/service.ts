@@ -170,11 +170,13 @@ export class LimitsService implements SpendGuard {
   /**
    * Count one request; refused with 1004 (429, Retry-After) when a key, model or tenant rate is
    * exceeded. Undefined when counted at once (the memory store); a refusal is always a rejected
-   * promise, never a throw, so a caller may start its other checks beside this one.
+   * promise, never a throw, so a caller may start its other checks beside this one. `known`:
+   * the limits effective() answered for the tenant and model (Admission waits for them before a
+   * priced request's steps, so they go in one turn), else looked up here.
    */
-  checkRequest(who: RequestIdentity): void | Promise<void> {
+  checkRequest(who: RequestIdentity, known?: EffectiveLimits): void | Promise<void> {
     const now = this.clock.now();
-    return whenKnown(this, this.effective(who.tenantId, who.model, now), this.countRequest, who, now);
+    return whenKnown(this, known ?? this.effective(who.tenantId, who.model, now), this.countRequest, who, now);
   }
 
   private countRequest(who: RequestIdentity, now: number, eff: EffectiveLimits): void | Promise<void> {
@@ -226,10 +228,11 @@ export class LimitsService implements SpendGuard {
   /**
    * Refused with 1005 when spending `milli` more today would pass the daily limit. For post-paid
    * calls (chat) the default of 1 milli-credit refuses once the limit is reached. Undefined when
-   * answered at once (as checkRequest; a refusal is a rejected promise).
+   * answered at once (as checkRequest; a refusal is a rejected promise). `known`: the tenant's
+   * limits as effective() answered them (a caller that waited for them), else looked up here.
    */
-  checkSpend(tenantId: string, milli: Milli = 1): void | Promise<void> {
-    return whenKnown(this, this.effective(tenantId, undefined), this.spendUnder, tenantId, milli);
+  checkSpend(tenantId: string, milli: Milli = 1, known?: EffectiveLimits): void | Promise<void> {
+    return whenKnown(this, known ?? this.effective(tenantId, undefined), this.spendUnder, tenantId, milli);
   }
 
   private spendUnder(tenantId: string, milli: Milli, eff: EffectiveLimits): void | Promise<void> {

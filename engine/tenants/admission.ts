@@ -4,9 +4,15 @@
 //   limits  request rates (429 / 1004, Retry-After); for a priced proxy request also the daily
 //           spend (1005) and its hold (the funds: 402 / 1003; a store that cannot write it:
 //           503 / 4003), asked together: one round trip to the stores, not three (they matter
-//           with Redis); the first refusal in this order answers.
+//           with Redis); the first refusal in this order answers. Rates before funds: the three
+//           are asked in the same turn once the tenant's limits are known (read first when not
+//           cached), so on Redis they go in one script run, whose rate counts come before its
+//           holds. A cold cache once sent a request's hold at once and its rate counts a read
+//           later, in a later run: the holds of requests the rate then refused took the funds of
+//           those it admitted (docs/decisions.md, 2026-11-27).
 // A proxied completion learns its model (the rates' model scope) only from its validated body, so
 // it asks for the caller first and the limits after validation; the others ask for both at once.
+import type { EffectiveLimits } from '../limits/config.ts';
 import type { RequestIdentity } from '../limits/service.ts';
 import type { AuthContext } from './auth-context.ts';
 import { requireScope } from './auth-context.ts';
@@ -17,9 +23,11 @@ export interface RequestLimits {
    * Count one request; GatewayError 1004 (429, Retry-After) over a rate limit. Undefined when
    * answered at once (the memory store: no promise to wait for); a refusal is a rejected promise.
    */
-  checkRequest(who: RequestIdentity): void | Promise<void>;
+  checkRequest(who: RequestIdentity, known?: EffectiveLimits): void | Promise<void>;
   /** GatewayError 1005 (429) when the tenant's daily spend limit is reached; as checkRequest. */
-  checkSpend(tenantId: string): void | Promise<void>;
+  checkSpend(tenantId: string, milli?: number, known?: EffectiveLimits): void | Promise<void>;
+  /** The tenant's limits for `model`: at once while cached, else once read (a rejection: the store is away). */
+  effective(tenantId: string, model: string | undefined): EffectiveLimits | Promise<EffectiveLimits>;
 }
 
 export interface AdmissionDeps {
@@ -64,11 +72,24 @@ export class Admission {
    * refuses is the caller's to release.
    */
   limits(auth: AuthContext, opts: { model?: string; hold?: () => Promise<void> }): void | Promise<void> {
-    // Asked in the same turn: on Redis the three go in one script of the tenant's slot.
-    const request = this.d.limits.checkRequest({ tenantId: auth.tenantId, keyId: auth.keyId, model: opts.model });
-    if (!opts.hold) return request;
-    const spend = this.d.limits.checkSpend(auth.tenantId);
-    const hold = opts.hold();
+    const who = { tenantId: auth.tenantId, keyId: auth.keyId, model: opts.model };
+    if (!opts.hold) return this.d.limits.checkRequest(who);
+    // The limits first when they are not cached, so the three steps below go in one turn.
+    let eff: EffectiveLimits | Promise<EffectiveLimits>;
+    try {
+      eff = this.d.limits.effective(auth.tenantId, opts.model);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const hold = opts.hold;
+    return eff instanceof Promise ? eff.then((e) => this.priced(who, e, hold)) : this.priced(who, eff, hold);
+  }
+
+  /** A priced request's rate counts, day's spend and hold, asked in the same turn: on Redis the three go in one script of the tenant's slot. */
+  private priced(who: RequestIdentity, eff: EffectiveLimits, takeHold: () => Promise<void>): void | Promise<void> {
+    const request = this.d.limits.checkRequest(who, eff);
+    const spend = this.d.limits.checkSpend(who.tenantId, undefined, eff);
+    const hold = takeHold();
     if (!request && !spend) return hold;
     return Promise.allSettled([request, spend, hold]).then((all) => {
       for (const r of all) if (r.status === 'rejected') throw r.reason;
