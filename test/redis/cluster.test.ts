@@ -175,6 +175,14 @@ describe('redis cluster: two gateway processes over three masters', function () 
     }
   }
 
+  /**
+   * The tenant's tasks settled: a task's hold is settled just after its `completed` can be seen
+   * (its slot is free before: docs/decisions.md, 2026-11-27), so billing is read once none is held.
+   */
+  async function settled(tenantId: string): Promise<void> {
+    await waitFor(async () => ((await admin(b.url, 'GET', `/tenants/${tenantId}/wallet`)).held_milli ?? 0) === 0, `tenant ${tenantId}'s holds settled`);
+  }
+
   it('is ready on both processes', async () => {
     for (const p of [a, b]) expect((await fetch(`${p.url}/readyz`)).status).to.equal(200);
   });
@@ -198,6 +206,7 @@ describe('redis cluster: two gateway processes over three masters', function () 
     }
     await Promise.all(ids.map((id) => completed(key, id)));
     finishedIds.push(...ids);
+    await settled(tenantId);
 
     // One submission per task and three polls per upstream task: no doubled job across processes.
     for (let i = 0; i < 30; i++) expect(upstream.submits.get(`cluster task ${i}`)).to.equal(1);
@@ -244,6 +253,7 @@ describe('redis cluster: two gateway processes over three masters', function () 
       ids.push(created.body.task_info.id);
     }
     await Promise.all(ids.map((id) => completed(key, id)));
+    await settled(tenantId);
     const read = async (p: GatewayProcess) => {
       const pages: unknown[] = [];
       let cursor = '';
@@ -275,7 +285,7 @@ describe('redis cluster: two gateway processes over three masters', function () 
   });
 
   it('serves the console from either process: sessions, the task list (tenant index) and usage', async () => {
-    const { key } = await tenantWithKey(a.url);
+    const { tenantId, key } = await tenantWithKey(a.url);
     const signIn = await call(a.url, 'POST', '/console/v1/session', { body: { api_key: key } });
     expect(signIn.status, signIn.text).to.equal(201);
     const cookie = signIn.headers.getSetCookie()[0]!.split(';')[0]!;
@@ -296,6 +306,7 @@ describe('redis cluster: two gateway processes over three masters', function () 
     }
     expect(cursor).to.equal(null);
     expect([...seen].sort()).to.deep.equal([...ids].sort());
+    await settled(tenantId);
     const usage = await call(b.url, 'GET', '/v1/usage', { headers: { cookie } });
     expect(usage.body.total_credits, usage.text).to.equal('204.000'); // 6 × 34 credits, as the ledger settled them
     const out = await call(b.url, 'DELETE', '/console/v1/session', { headers: { cookie, origin: b.url } });
@@ -366,6 +377,7 @@ describe('redis cluster: two gateway processes over three masters', function () 
     const after = await call(a.url, 'POST', IMAGES, { key, body: { prompt: 'after the slots were freed' } });
     expect(after.status, after.text).to.equal(202);
     await completed(key, after.body.task_info.id);
+    await settled(tenantId);
     const wallet = await admin(b.url, 'GET', `/tenants/${tenantId}/wallet`);
     expect(wallet.held_milli).to.equal(0);
     expect(wallet.balance_milli).to.equal(100_000_000 - 5 * 34_000);
