@@ -122,17 +122,19 @@ describe('task billing through the gateway', () => {
     const store = gw.tasks;
     const { update, transition } = store;
     const own = Object.hasOwn(store, 'update');
-    const check = async (patch: { status?: string }, applied: unknown) => {
-      if (applied && (patch.status === 'completed' || patch.status === 'failed')) seen.push([patch.status, await gw.limits.activeTasks(t.id)]);
+    // Only this tenant's tasks (the safety net may end an earlier test's task meanwhile).
+    const check = async (id: string, patch: { status?: string }, applied: unknown) => {
+      if (!applied || (patch.status !== 'completed' && patch.status !== 'failed')) return;
+      if ((await store.get(id))?.tenant_id === t.id) seen.push([patch.status, await gw.limits.activeTasks(t.id)]);
     };
     store.update = async (id, from, patch) => {
       const applied = await update.call(store, id, from, patch);
-      await check(patch, applied);
+      await check(id, patch, applied);
       return applied;
     };
     store.transition = async (id, from, patch) => {
       const applied = await transition.call(store, id, from, patch);
-      await check(patch, applied);
+      await check(id, patch, applied);
       return applied;
     };
     try {
