@@ -38,7 +38,7 @@ const chatPorts = (real: ChatPorts): ChatPorts => ({
   limits: {
     checkRequest: (who, known) => (limitsOff() ? Promise.resolve() : real.limits.checkRequest(who, known)),
     checkSpend: (t, milli, known) => (limitsOff() ? Promise.resolve() : real.limits.checkSpend(t, milli, known)),
-    effective: (t, model) => real.limits.effective(t, model),
+    limitsOf: (t, model) => real.limits.limitsOf(t, model),
   },
   billing: { reserve: (t, r, milli, n) => (billingOff() ? Promise.resolve(milli) : real.billing.reserve(t, r, milli, n)), close: (...a) => (billingOff() ? Promise.resolve() : real.billing.close(...a)) },
 });

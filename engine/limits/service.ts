@@ -80,8 +80,22 @@ interface CachedOverrides {
   /** The change feed's generation before the read. */
   feed: number;
   value: TenantLimitsInput | undefined;
-  merged: Map<string, EffectiveLimits>;
+  merged: Map<string, ModelLimits>;
 }
+
+/** A tenant's limits for one model (or none), merged once while its overrides are cached. */
+export interface ModelLimits {
+  eff: EffectiveLimits;
+  /**
+   * The model scope's counter id (`<tenant>:<model>`), one string per tenant and model: built per
+   * request it was a new string, which the counters' lookups had to flatten and hash each time
+   * (that lookup and the model's own one here, each of a new string, were 1.1% of a sync chat's
+   * profile; the model's stays, the proxy's string of it being new per request).
+   */
+  modelId: string | undefined;
+}
+
+const effOf = (_a: undefined, _b: undefined, limits: ModelLimits): EffectiveLimits => limits.eff;
 
 /**
  * Daily-spend accounting hooked into holds and settlements: BillingService's `spend`, which
@@ -128,7 +142,12 @@ export class LimitsService implements SpendGuard {
    * else after the tenant's record is read. A failure is a rejected promise, never a throw.
    */
   effective(tenantId: string, model: string | undefined, now = this.clock.now()): Maybe<EffectiveLimits> {
-    if (!this.tenantOverrides) return this.config.forTenant(tenantId, model);
+    return whenKnown(this, this.limitsOf(tenantId, model, now), effOf, undefined, undefined);
+  }
+
+  /** effective(), with the model scope's counter id (what checkRequest and checkSpend take as `known`). */
+  limitsOf(tenantId: string, model: string | undefined, now = this.clock.now()): Maybe<ModelLimits> {
+    if (!this.tenantOverrides) return { eff: this.config.forTenant(tenantId, model), modelId: model === undefined ? undefined : `${tenantId}:${model}` };
     const cached = this.overrides.get(tenantId);
     const fresh = cached && now - cached.at < this.overridesTtlMs && this.changes.live && this.changes.generation === cached.feed;
     return whenKnown(this, fresh ? cached : this.readOverrides(tenantId, now), this.merged, tenantId, model);
@@ -148,14 +167,14 @@ export class LimitsService implements SpendGuard {
   }
 
   /** Merged once per tenant and model while the overrides are cached (stable objects, too). */
-  private merged(tenantId: string, model: string | undefined, cached: CachedOverrides): EffectiveLimits {
+  private merged(tenantId: string, model: string | undefined, cached: CachedOverrides): ModelLimits {
     const key = model ?? '';
-    let eff = cached.merged.get(key);
-    if (!eff) {
-      eff = this.config.forTenant(tenantId, model, cached.value);
-      if (cached.merged.size < 1_000) cached.merged.set(key, eff);
+    let limits = cached.merged.get(key);
+    if (!limits) {
+      limits = { eff: this.config.forTenant(tenantId, model, cached.value), modelId: model === undefined ? undefined : `${tenantId}:${model}` };
+      if (cached.merged.size < 1_000) cached.merged.set(key, limits);
     }
-    return eff;
+    return limits;
   }
 
   /**
@@ -171,16 +190,16 @@ export class LimitsService implements SpendGuard {
    * Count one request; refused with 1004 (429, Retry-After) when a key, model or tenant rate is
    * exceeded. Undefined when counted at once (the memory store); a refusal is always a rejected
    * promise, never a throw, so a caller may start its other checks beside this one. `known`:
-   * the limits effective() answered for the tenant and model (Admission waits for them before a
+   * the limits limitsOf() answered for the tenant and model (Admission waits for them before a
    * priced request's steps, so they go in one turn), else looked up here.
    */
-  checkRequest(who: RequestIdentity, known?: EffectiveLimits): void | Promise<void> {
+  checkRequest(who: RequestIdentity, known?: ModelLimits): void | Promise<void> {
     const now = this.clock.now();
-    return whenKnown(this, known ?? this.effective(who.tenantId, who.model, now), this.countRequest, who, now);
+    return whenKnown(this, known ?? this.limitsOf(who.tenantId, who.model, now), this.countRequest, who, now);
   }
 
-  private countRequest(who: RequestIdentity, now: number, eff: EffectiveLimits): void | Promise<void> {
-    return this.rates.check(eff.rate, who.keyId, who.model === undefined ? undefined : `${who.tenantId}:${who.model}`, who.tenantId, now);
+  private countRequest(who: RequestIdentity, now: number, limits: ModelLimits): void | Promise<void> {
+    return this.rates.check(limits.eff.rate, who.keyId, limits.modelId, who.tenantId, now);
   }
 
   /**
@@ -229,15 +248,15 @@ export class LimitsService implements SpendGuard {
    * Refused with 1005 when spending `milli` more today would pass the daily limit. For post-paid
    * calls (chat) the default of 1 milli-credit refuses once the limit is reached. Undefined when
    * answered at once (as checkRequest; a refusal is a rejected promise). `known`: the tenant's
-   * limits as effective() answered them (a caller that waited for them), else looked up here.
+   * limits as limitsOf() answered them (a caller that waited for them), else looked up here.
    */
-  checkSpend(tenantId: string, milli: Milli = 1, known?: EffectiveLimits): void | Promise<void> {
-    return whenKnown(this, known ?? this.effective(tenantId, undefined), this.spendUnder, tenantId, milli);
+  checkSpend(tenantId: string, milli: Milli = 1, known?: ModelLimits): void | Promise<void> {
+    return whenKnown(this, known ?? this.limitsOf(tenantId, undefined, this.clock.now()), this.spendUnder, tenantId, milli);
   }
 
-  private spendUnder(tenantId: string, milli: Milli, eff: EffectiveLimits): void | Promise<void> {
+  private spendUnder(tenantId: string, milli: Milli, limits: ModelLimits): void | Promise<void> {
     assertMilli(milli, 'spend', { nonNegative: true });
-    const limit = eff.dailySpend;
+    const limit = limits.eff.dailySpend;
     if (limit === null) return;
     return whenKnown(this, this.store.spent(tenantId, this.today()), this.underLimit, milli, limit);
   }

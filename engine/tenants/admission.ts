@@ -12,8 +12,7 @@
 //           those it admitted (docs/decisions.md, 2026-11-27).
 // A proxied completion learns its model (the rates' model scope) only from its validated body, so
 // it asks for the caller first and the limits after validation; the others ask for both at once.
-import type { EffectiveLimits } from '../limits/config.ts';
-import type { RequestIdentity } from '../limits/service.ts';
+import type { ModelLimits, RequestIdentity } from '../limits/service.ts';
 import type { AuthContext } from './auth-context.ts';
 import { requireScope } from './auth-context.ts';
 
@@ -23,11 +22,11 @@ export interface RequestLimits {
    * Count one request; GatewayError 1004 (429, Retry-After) over a rate limit. Undefined when
    * answered at once (the memory store: no promise to wait for); a refusal is a rejected promise.
    */
-  checkRequest(who: RequestIdentity, known?: EffectiveLimits): void | Promise<void>;
+  checkRequest(who: RequestIdentity, known?: ModelLimits): void | Promise<void>;
   /** GatewayError 1005 (429) when the tenant's daily spend limit is reached; as checkRequest. */
-  checkSpend(tenantId: string, milli?: number, known?: EffectiveLimits): void | Promise<void>;
+  checkSpend(tenantId: string, milli?: number, known?: ModelLimits): void | Promise<void>;
   /** The tenant's limits for `model`: at once while cached, else once read (a rejection: the store is away). */
-  effective(tenantId: string, model: string | undefined): EffectiveLimits | Promise<EffectiveLimits>;
+  limitsOf(tenantId: string, model: string | undefined): ModelLimits | Promise<ModelLimits>;
 }
 
 export interface AdmissionDeps {
@@ -75,9 +74,9 @@ export class Admission {
     const who = { tenantId: auth.tenantId, keyId: auth.keyId, model: opts.model };
     if (!opts.hold) return this.d.limits.checkRequest(who);
     // The limits first when they are not cached, so the three steps below go in one turn.
-    let eff: EffectiveLimits | Promise<EffectiveLimits>;
+    let eff: ModelLimits | Promise<ModelLimits>;
     try {
-      eff = this.d.limits.effective(auth.tenantId, opts.model);
+      eff = this.d.limits.limitsOf(auth.tenantId, opts.model);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -86,7 +85,7 @@ export class Admission {
   }
 
   /** A priced request's rate counts, day's spend and hold, asked in the same turn: on Redis the three go in one script of the tenant's slot. */
-  private priced(who: RequestIdentity, eff: EffectiveLimits, takeHold: () => Promise<void>): void | Promise<void> {
+  private priced(who: RequestIdentity, eff: ModelLimits, takeHold: () => Promise<void>): void | Promise<void> {
     const request = this.d.limits.checkRequest(who, eff);
     const spend = this.d.limits.checkSpend(who.tenantId, undefined, eff);
     const hold = takeHold();
