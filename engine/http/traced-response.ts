@@ -8,7 +8,8 @@
 // in-process micro-benchmark, 0.8–2.0 µs against 0.8–1.1 µs per head), 1.1% of its CPU profile.
 // The control plane keeps setHeader: express replaces a response's prototype with its own (this
 // class's writeHead is then not the one called) and writes its headers one by one anyway.
-import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders } from 'node:http';
+import { ServerResponse } from '../util/node-http.ts';
 
 export class TracedResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   /** The request's Traceparent (engine/http/traceparent.ts), written with the head. */
