@@ -63,9 +63,7 @@ export class LowBalanceMonitor {
     const now = this.clock.now();
     const w = settled ?? (await this.store.get(tenantId));
     const threshold = w.threshold ?? this.defaultThreshold;
-    // Well funded and not alerted (the common case): nothing to decide or store. A settlement
-    // racing this one that does cross the threshold decides on its own fresher read.
-    if (w.balance - w.held >= threshold && w.alertState === 'NORMAL') {
+    if (!this.mayAlert(w)) {
       return { alert: false, state: 'NORMAL', recovered: false, available: w.balance - w.held, threshold };
     }
     const couldAlert =
@@ -94,6 +92,16 @@ export class LowBalanceMonitor {
       this.onError(err, tenantId);
       return decision;
     }
+  }
+
+  /**
+   * Whether a settlement that left the wallet as `w` has anything to decide: not when it is well
+   * funded and not alerted (the common case; a settlement racing this one that does cross the
+   * threshold decides on its own fresher read). Callers on a chat's path ask first, so that the
+   * common case costs no call and no turn of afterSettlement's.
+   */
+  mayAlert(w: WalletRecord): boolean {
+    return w.balance - w.held < (w.threshold ?? this.defaultThreshold) || w.alertState !== 'NORMAL';
   }
 
   /** After funds were credited or released: may only recover (ALERTED -> NORMAL). */

@@ -172,7 +172,7 @@ export class BillingService {
       const recorded = this.spend?.recordSpend(tenantId, hold.settled);
       if (recorded) await recorded;
       countCredits('charged', hold.settled);
-      await this.lowBalance?.afterSettlement(tenantId, r.wallet);
+      if (this.lowBalance?.mayAlert(r.wallet)) await this.lowBalance.afterSettlement(tenantId, r.wallet);
     }
     return outcome(ref, r);
   }
@@ -212,7 +212,7 @@ export class BillingService {
       // The memory store records at once: no turn waited for.
       const recorded = r.spendRecorded ? undefined : this.spend?.recordSpend(tenantId, hold.settled);
       if (recorded) await recorded;
-      await this.lowBalance?.afterSettlement(tenantId, r.wallet);
+      if (this.lowBalance?.mayAlert(r.wallet)) await this.lowBalance.afterSettlement(tenantId, r.wallet);
     }
     // A hold released by someone else (the orphan sweep) covered nothing of this usage.
     const covered = hold?.state === 'settled' ? hold.settled : 0;
@@ -283,8 +283,8 @@ export class BillingService {
     // happened between the wallet settlement and the spend accounting.
     if (!spendByCaller) await this.spend?.finalizeSpend(tenantId, ref, hold.settled);
     if (r.status === 'closed' && this.lowBalance) {
-      if (hold.state === 'settled') await this.lowBalance.afterSettlement(tenantId, r.wallet);
-      else await this.lowBalance.afterCredit(tenantId);
+      if (hold.state !== 'settled') await this.lowBalance.afterCredit(tenantId);
+      else if (this.lowBalance.mayAlert(r.wallet)) await this.lowBalance.afterSettlement(tenantId, r.wallet);
     }
     return outcome(ref, r);
   }
