@@ -441,8 +441,13 @@ describe('redis cluster: two gateway processes over three masters', function () 
     } finally {
       for (const c of clients) c.disconnect();
     }
+    // A job failed for a store that did not answer in store.command_timeout_ms (a starved 2-core
+    // machine: 'Command timed out', then 'Connection is closed.' as the connection is reset) is
+    // the fail-fast answer, and the job runs again; any other failed job, or a slot error, is not.
+    const transient = /"message":"[^"]*: (Command timed out|Connection is closed\.)"/;
     for (const p of [a, b]) {
-      expect(p.output()).not.to.match(/CROSSSLOT|job failed|MOVED|Too many Cluster redirections/);
+      const lines = p.output().split('\n');
+      expect(lines.filter((l) => /CROSSSLOT|MOVED|Too many Cluster redirections/.test(l) || (l.includes('job failed') && !transient.test(l)))).to.deep.equal([]);
     }
   });
 
