@@ -6,6 +6,7 @@
 //   npx node bench/compare.ts chat <tree> <tree>+BENCH_REDIS_URL=redis://127.0.0.1:6390
 //
 // The engine runs compiled, as it ships (dist/, bench/support.ts's shipped()).
+import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { ChatPorts } from '../engine/gateway.ts';
 import { shipped } from './support.ts';
@@ -51,9 +52,16 @@ await gw.billing.topUp(tenant.id, 1_000_000_000_000, 'bench-topup');
 // BENCH_V8_FLAGS: V8 flags set once the gateway is up (v8.setFlagsFromString, commas for spaces),
 // as the gateway could set them itself: bench/compare.ts <tree> '<tree>+BENCH_V8_FLAGS=--heap-growing-percent=20'.
 if (process.env.BENCH_V8_FLAGS) (await import('node:v8')).setFlagsFromString(process.env.BENCH_V8_FLAGS.replaceAll(',', ' '));
+// The collections since the last ask (bench/chat.ts's fixed-rate windows): a pause stops every
+// request in flight, so these are the load-independent side of a tail (kind: V8's, 1 minor, 4 major).
+const gcs: [kind: number, ms: number][] = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) if (gcs.length < 100_000) gcs.push([(e as unknown as { detail: { kind: number } }).detail.kind, e.duration]);
+}).observe({ entryTypes: ['gc'] });
 process.send!({ url: gw.url, key });
-process.on('message', (m: { cpu?: boolean; core?: boolean }) => {
+process.on('message', (m: { cpu?: boolean; core?: boolean; gc?: boolean }) => {
   if (m.cpu) process.send!({ cpu: process.cpuUsage() });
+  if (m.gc) process.send!({ gc: gcs.splice(0) });
   if (m.core !== undefined) {
     core = m.core;
     gw.accessLog.level = logLevel();

@@ -24,6 +24,10 @@
 //    which this machine does now and then) decided it alone. The load-gen stall column is
 //    the load generator's longest event-loop stall over those windows: it runs on the other
 //    core, so a stall of tens of ms there means the machine paused, not the gateway.
+//    The last column is the gateway's collections over its windows (bench/chat-gateway.ts's
+//    PerformanceObserver): full collections (mark-compacts) with the longest pause, and the
+//    longest scavenge. A pause stops every request in flight, so this column tells the
+//    gateway's own GC tail from a pause of the machine, whatever the load.
 // 3. Unloaded stream time-to-first-byte: one connection per target, one request at a time,
 //    the targets taking turns in blocks (see ttfb); the upstream holds its stream open 20 ms
 //    after the first event.
@@ -34,7 +38,7 @@
 //      run, BENCH_RATE (2000), BENCH_TTFB_REQUESTS (300) per target.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { constants, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool, type Dispatcher } from 'undici';
 import { chatRequest } from './support.ts';
@@ -84,6 +88,15 @@ interface Sample {
   errors: number;
   /** The load generator's longest event-loop stall, ms: a long one means the machine paused. */
   stallMs: number;
+  /** The gateway's collections over the windows (fixed-rate runs only; undefined otherwise). */
+  gc: GcFigures | undefined;
+}
+
+/** A gateway's collections in a span: full (mark-compact) count and longest pause, longest scavenge, ms. */
+interface GcFigures {
+  full: number;
+  fullMs: number;
+  minorMs: number;
 }
 
 function pinSelf(core: number): void {
@@ -162,7 +175,16 @@ interface Window {
   cpu: number | undefined;
   writes: number | undefined;
   stallMs: number;
+  gc: GcFigures | undefined;
 }
+
+/** The collections the gateway made since the last ask (bench/chat-gateway.ts); V8's kinds: 4 is a mark-compact. */
+const gcOf = async (child: ChildProcess): Promise<GcFigures> => {
+  const { gc } = await ask<{ gc: [number, number][] }>(child, { gc: true });
+  const full = gc.filter(([kind]) => kind === constants.NODE_PERFORMANCE_GC_MAJOR).map(([, ms]) => ms);
+  const minor = gc.filter(([kind]) => kind === constants.NODE_PERFORMANCE_GC_MINOR).map(([, ms]) => ms);
+  return { full: full.length, fullMs: Math.max(0, ...full), minorMs: Math.max(0, ...minor) };
+};
 
 /**
  * `connections` loops sending back to back (closed loop), or, with `rate`, each loop sending on
@@ -196,6 +218,8 @@ async function run(t: Target, stream: boolean, connections: number, seconds: num
   await sleep(warmupSeconds * 1000);
   const cpu0 = await cpuOf(t.child);
   const writes0 = writesOf(t.child);
+  const gauged = rate !== undefined && t.name === 'gateway' && t.child;
+  if (gauged) await gcOf(t.child!);
   phase = 'measure';
   const stalls = monitorEventLoopDelay({ resolution: 1 });
   stalls.enable();
@@ -207,9 +231,10 @@ async function run(t: Target, stream: boolean, connections: number, seconds: num
   const elapsed = (performance.now() - t0) / 1000;
   const cpu1 = await cpuOf(t.child);
   const writes1 = writesOf(t.child);
+  const gc = gauged ? await gcOf(t.child!) : undefined;
   await pool.close();
   const delta = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : b - a);
-  return { lat, errors, seconds: elapsed, cpu: delta(cpu0, cpu1), writes: delta(writes0, writes1), stallMs: stalls.max / 1e6 };
+  return { lat, errors, seconds: elapsed, cpu: delta(cpu0, cpu1), writes: delta(writes0, writes1), stallMs: stalls.max / 1e6, gc };
 }
 
 /** One target's windows pooled: every request of every window counts once. */
@@ -227,6 +252,9 @@ function pooled(windows: Window[]): Sample {
     writes: writes === undefined ? undefined : writes / (sorted.length + sum('errors')),
     errors: sum('errors'),
     stallMs: Math.max(...windows.map((w) => w.stallMs)),
+    gc: windows.every((w) => w.gc)
+      ? { full: windows.reduce((a, w) => a + w.gc!.full, 0), fullMs: Math.max(...windows.map((w) => w.gc!.fullMs)), minorMs: Math.max(...windows.map((w) => w.gc!.minorMs)) }
+      : undefined,
   };
 }
 
@@ -300,7 +328,7 @@ export async function main(): Promise<boolean> {
     console.log('\n1. saturation (closed loop)');
     console.log('mode    conns  target          req/s    p50 ms    p99 ms  cpu µs/req  writes/req  errors');
     const row = (mode: string, c: number, name: string, s: Sample, stall = false) =>
-      console.log(`${mode.padEnd(7)} ${String(c).padStart(5)}  ${name.padEnd(13)} ${f(s.rps, 0).padStart(8)} ${f(s.p50, 3).padStart(9)} ${f(s.p99, 3).padStart(9)} ${f(s.cpuUs, 1).padStart(11)} ${f(s.writes, 2).padStart(11)} ${String(s.errors).padStart(7)}${stall ? f(s.stallMs, 1).padStart(19) : ''}`);
+      console.log(`${mode.padEnd(7)} ${String(c).padStart(5)}  ${name.padEnd(13)} ${f(s.rps, 0).padStart(8)} ${f(s.p50, 3).padStart(9)} ${f(s.p99, 3).padStart(9)} ${f(s.cpuUs, 1).padStart(11)} ${f(s.writes, 2).padStart(11)} ${String(s.errors).padStart(7)}${stall ? f(s.stallMs, 1).padStart(19) : ''}${stall && s.gc ? `   ${s.gc.full} (${f(s.gc.fullMs, 1)} ms), ${f(s.gc.minorMs, 1)} ms` : ''}`);
     for (const mode of ['sync', 'stream'] as const) {
       for (const c of CONNECTIONS) {
         for (const t of [direct, minproxy, gateway]) {
@@ -320,7 +348,7 @@ export async function main(): Promise<boolean> {
     console.log('  * diagnostic: the gateway with billing, limits and the access log switched off');
 
     console.log(`\n2. latency at ${RATE} req/s offered (direct and gateway in alternating ${PACED / 2} s windows, pooled)`);
-    console.log('mode    conns  target          req/s    p50 ms    p99 ms  cpu µs/req  writes/req  errors  load-gen stall ms');
+    console.log('mode    conns  target          req/s    p50 ms    p99 ms  cpu µs/req  writes/req  errors  load-gen stall ms  gateway GC: full (longest), longest scavenge');
     for (const mode of ['sync', 'stream'] as const) {
       for (const c of CONNECTIONS) {
         const pair = await pacedPair(direct, gateway, mode === 'stream', c);
