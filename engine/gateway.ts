@@ -24,7 +24,6 @@ import { createResultBackend, createStores, ledgerBackend, type Role, type Store
 import { services } from './services.ts';
 import { ResultService } from './results/service.ts';
 import { ProxyHandler } from './http/proxy-handler.ts';
-import { TracedResponse } from './http/traced-response.ts';
 import { ProxyService } from './proxy/requests.ts';
 import type { ProxyBilling } from './proxy/ports.ts';
 import { Admission, type RequestLimits } from './tenants/admission.ts';
@@ -277,7 +276,6 @@ function createHttpServer(config: GatewayConfig, door: FrontDoor, logger: Logger
   const server = createServer({
     headersTimeout, requestTimeout, connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.round(headersTimeout / 5))),
     requireHostHeader: false, // refuseWithoutHost answers it with a problem body
-    ServerResponse: TracedResponse, // the data plane's Traceparent goes out with each head
   }, door.listener);
   server.keepAliveTimeout = 65_000; // longer than common load balancers' idle timeout
   answerRefusals(server, logger);

@@ -19,7 +19,6 @@ import { controlRouteTable, type RouteTable } from './route-table.ts';
 import { continueTrace, endServerTrace, startServerTrace, type Trace } from './traceparent.ts';
 import { runInSpan, tracing } from '../tracing/tracing.ts';
 import { httpInFlight } from '../metrics/metrics.ts';
-import type { TracedResponse } from './traced-response.ts';
 import type { Visit } from './visit.ts';
 import { clientAddress } from './client-address.ts';
 
@@ -64,11 +63,12 @@ export class FrontDoor {
     this.trustProxy = deps.controlPlane.get('trust proxy') === true;
   }
 
-  /** The server's request listener (its responses are TracedResponses: ./traced-response.ts). */
-  readonly listener: RequestListener<typeof IncomingMessage, typeof TracedResponse> = (req, res) => {
+  /** The server's request listener. */
+  readonly listener: RequestListener = (req, res) => {
     const t0 = performance.now();
     if (refuseWithoutHost(req, res, this.logger)) return;
     const trace = tracing ? startServerTrace(req) : continueTrace(req.headers.traceparent as string | undefined);
+    res.setHeader('Traceparent', trace.traceparent);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
@@ -78,8 +78,6 @@ export class FrontDoor {
     res.on('close', leave);
     const match = this.dataPlane.match(method, path) ?? this.controlRoutes.find(method, path);
     if (!('error' in match) && !('entry' in match)) {
-      // express writes its headers one by one (and swaps the response's prototype): set at once.
-      res.setHeader('Traceparent', trace.traceparent);
       const locals: ExpressLocals = { trace };
       (res as ServerResponse & { locals?: ExpressLocals }).locals = locals;
       // The route label: the control table's pattern (a path that is not valid percent-encoding has none).
@@ -92,8 +90,6 @@ export class FrontDoor {
       } else this.controlPlane(req, res);
       return;
     }
-    // The data plane writes each head in one writeHead: the header goes out with it.
-    res.traceparent = trace.traceparent;
     // A push callback's or a result file's token is its credential: the access log shows the path without it.
     const kind = 'entry' in match ? match.entry.route.kind : undefined;
     const shown = kind === 'callback' ? path.replace(/[^/]*$/, '***') : kind === 'result' ? path.replace(/^(\/[^/]*\/[^/]*\/)[^/]*/, '$1***') : path;
