@@ -26,7 +26,7 @@ import { ledgerArchiveFailures, ledgerLinesArchived } from '../metrics/metrics.t
 import { LEDGER_ARCHIVE_PREFIX, type ResultBackend } from '../results/store.ts';
 import type { Clock } from '../util/clock.ts';
 import { prefixedId } from '../util/ids.ts';
-import type { LedgerEntry, LedgerPage, WalletStore } from './store.ts';
+import type { ArchiveSegment, LedgerEntry, LedgerPage, WalletStore } from './store.ts';
 
 const LEDGER_PREFIX = LEDGER_ARCHIVE_PREFIX;
 export const LEDGER_ARCHIVE_JOB = 'ledger.archive';
@@ -136,7 +136,8 @@ export class LedgerArchive {
     const before = this.d.retentionMs > 0 ? new Date(now - this.d.retentionMs).toISOString() : ''; // '': no line is old enough
     const batch = await this.d.store.claimArchive(tenantId, { owner: this.owner, now, leaseMs: this.d.leaseMs ?? 60_000, before, max: this.d.segmentLines ?? SEGMENT_LINES });
     if (batch.status !== 'ok') return 0;
-    const seg = segmentOf(batch.entries);
+    // A store that keeps its lines as a segment's bytes (memory) hands those; others the lines.
+    const seg = batch.segment ?? segmentOf(batch.entries);
     const first = seg.first;
     const held = await this.write(segmentKey(tenantId, first), seg);
     const last = held.last;
@@ -234,17 +235,7 @@ export class LedgerArchive {
   }
 }
 
-/** Ledger lines as an archive segment's bytes. */
-interface ArchiveSegment {
-  /** One `JSON.stringify(entry)` a line, each followed by '\n'. */
-  body: Buffer;
-  /** Lines in `body`. */
-  count: number;
-  first: Pick<LedgerEntry, 'seq' | 'id' | 'at'>;
-  last: Pick<LedgerEntry, 'seq' | 'id'>;
-}
-
-/** The lines of a claim as a segment. */
+/** Lines handed as entries (a store that keeps them as records: Redis), as a segment. */
 function segmentOf(entries: LedgerEntry[]): ArchiveSegment {
   return { body: ndjson(entries), count: entries.length, first: entries[0]!, last: entries.at(-1)! };
 }

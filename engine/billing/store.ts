@@ -155,11 +155,26 @@ export interface ArchiveClaim {
 }
 
 export interface ArchiveBatch {
-  /** ok: `entries` are the lines to archive (one UTC day, oldest kept first); none: nothing is due; busy: another archiver holds the lease. */
+  /** ok: `entries` (or `segment`) are the lines to archive (one UTC day, oldest kept first); none: nothing is due; busy: another archiver holds the lease. */
   status: 'ok' | 'none' | 'busy';
   /** Lines already archived before this batch. */
   archivedThrough: number;
   entries: LedgerEntry[];
+  /**
+   * The lines as the segment's bytes instead, from a store that keeps them so (memory): `entries`
+   * is then empty. The archive writes these bytes as they are.
+   */
+  segment?: ArchiveSegment;
+}
+
+/** Ledger lines as an archive segment's bytes. */
+export interface ArchiveSegment {
+  /** One `JSON.stringify(entry)` a line, each followed by '\n' (the entry's keys in LedgerEntry's order). */
+  body: Buffer;
+  /** Lines in `body`. */
+  count: number;
+  first: Pick<LedgerEntry, 'seq' | 'id' | 'at'>;
+  last: Pick<LedgerEntry, 'seq' | 'id'>;
 }
 
 /** Which lines were durably archived: the first and last of a batch, by seq and id. */
