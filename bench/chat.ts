@@ -35,7 +35,9 @@
 // Env: BENCH_SECONDS (default 4) per saturation run, BENCH_PACED_SECONDS (10) per target and
 //      fixed-rate run, BENCH_WARMUP_SECONDS (1.5) before each run (window),
 //      BENCH_PREWARM_SECONDS (6) of sync and streamed load through each proxy before the first
-//      run, BENCH_RATE (2000), BENCH_TTFB_REQUESTS (300) per target.
+//      run, BENCH_RATE (2000), BENCH_TTFB_REQUESTS (300) per target, BENCH_GATEWAY_ARGS (none):
+//      node flags for the gateway's process alone (as bench/throughput.ts), to weigh a start-up
+//      setting such as `--v8-pool-size=1` against the same run without it.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { constants, monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -312,7 +314,8 @@ export async function main(): Promise<boolean> {
   pinSelf(1);
   const up = await startChild('chat-upstream.ts', 1, {}, [APPARATUS_FLAG]);
   const mp = await startChild('chat-minproxy.ts', 0, { UPSTREAM_URL: up.msg.url });
-  const gw = await startChild('chat-gateway.ts', 0, { UPSTREAM_URL: up.msg.url });
+  const gatewayArgs = (process.env.BENCH_GATEWAY_ARGS ?? '').split(' ').filter(Boolean);
+  const gw = await startChild('chat-gateway.ts', 0, { UPSTREAM_URL: up.msg.url }, gatewayArgs);
   const auth = { authorization: `Bearer ${gw.msg.key}` };
   const direct: Target = { name: 'direct', url: up.msg.url, headers: {} };
   const minproxy: Target = { name: 'minproxy', url: mp.msg.url, headers: {}, child: mp.child };
@@ -321,7 +324,7 @@ export async function main(): Promise<boolean> {
   const sat = new Map<string, Sample>();
   const paced = new Map<string, Sample>();
   try {
-    console.log(`chat proxy benchmark — ${SECONDS}s per saturation run, ${PACED}s per target at the fixed rate (two windows), after ${WARMUP}s warm-up per run; proxies alone on core 0, upstream + load on core 1`);
+    console.log(`chat proxy benchmark — ${SECONDS}s per saturation run, ${PACED}s per target at the fixed rate (two windows), after ${WARMUP}s warm-up per run; proxies alone on core 0, upstream + load on core 1${gatewayArgs.length ? `; the gateway's node flags: ${gatewayArgs.join(' ')}` : ''}`);
     // Servers run for long: each proxy first serves PREWARM seconds of sync and streamed
     // requests, so the runs measure compiled code, not the JIT's first minutes.
     for (const t of [minproxy, gateway]) for (const stream of [false, true]) await saturated(t, stream, 10, PREWARM / 2);
