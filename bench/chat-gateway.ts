@@ -38,7 +38,7 @@ const billingOff = () => core || off.has('billing');
 const chatPorts = (real: ChatPorts): ChatPorts => ({
   limits: {
     checkRequest: (who, known) => (limitsOff() ? Promise.resolve() : real.limits.checkRequest(who, known)),
-    checkSpend: (t, milli, known) => (limitsOff() ? Promise.resolve() : real.limits.checkSpend(t, milli, known)),
+    checkPriced: (who, known, hold) => (limitsOff() ? hold() : real.limits.checkPriced(who, known, hold)),
     limitsOf: (t, model) => real.limits.limitsOf(t, model),
   },
   billing: { reserve: (t, r, milli, n) => (billingOff() ? Promise.resolve(milli) : real.billing.reserve(t, r, milli, n)), close: (...a) => (billingOff() ? Promise.resolve() : real.billing.close(...a)) },

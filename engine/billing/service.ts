@@ -189,6 +189,8 @@ export class BillingService {
       fundsRefusals.inc();
       throw new GatewayError('insufficientBalance', 'Insufficient balance: the wallet has no available credits.');
     }
+    // Not taken: the request is refused by its own limits in the same step, whose refusal answers.
+    if (r.status === 'withheld') throw new GatewayError('rateLimitExceeded', 'Refused by the request\'s own limits: no hold was taken.');
     const hold = r.hold as HoldRecord;
     if (r.status !== 'duplicate') countCredits('held', hold.amount);
     return hold.amount;

@@ -78,8 +78,12 @@ export interface HoldOptions {
 }
 
 export interface HoldResult {
-  status: 'held' | 'duplicate' | 'insufficient';
-  /** The hold (the first one for a duplicate); absent when insufficient. */
+  /**
+   * withheld: not taken, because its request is refused by its own rate counts or day's spend,
+   * judged in the same store step (a hold asked in LimitsStore.gate: the request's refusal answers).
+   */
+  status: 'held' | 'duplicate' | 'insufficient' | 'withheld';
+  /** The hold (the first one for a duplicate); absent when insufficient or withheld. */
   hold?: HoldRecord;
   wallet: WalletRecord;
 }

@@ -119,5 +119,5 @@ export class RateLimits {
 
 /** `id`'s counter in the current window of each plan. */
 function count(counted: Counted[], plans: WindowPlan[], id: string, now: number): void {
-  for (const plan of plans) counted.push({ name: plan.name, windowMs: plan.ms, id, n: Math.floor(now / plan.ms), plan });
+  for (const plan of plans) counted.push({ name: plan.name, windowMs: plan.ms, id, n: Math.floor(now / plan.ms), limit: plan.points, plan });
 }

@@ -203,6 +203,44 @@ export class LimitsService implements SpendGuard {
   }
 
   /**
+   * A priced request's admission (Admission; the chat path): its rate counts, its day's spend
+   * and its hold (`takeHold`, the funds check), asked in one turn, in that order, and as one step
+   * of a store that has LimitsStore.gate. Rates and spend before funds, strictly: a request that
+   * its rate counts or its day's spend refuse takes no hold, so its funds never refuse another
+   * request, not even one judged in the same step. Memory: the counts and the spend answer at
+   * once (a refusal throws here), and the hold is asked only once both passed. Redis: the three
+   * go in one STEPS run, whose ADMIT part judges the counts and the spend against the limits
+   * sent with them and withholds the hold of a refused request (docs/decisions.md, 2026-11-27).
+   * The first refusal in that order answers. `known`: the tenant's limits (limitsOf()).
+   */
+  checkPriced(who: RequestIdentity, known: ModelLimits, takeHold: () => Promise<void>): void | Promise<void> {
+    const now = this.clock.now();
+    const limit = known.eff.dailySpend;
+    let request = undefined as void | Promise<void>;
+    let spend = undefined as Milli | Promise<Milli> | undefined;
+    let hold = undefined as Promise<void> | undefined;
+    const steps = () => {
+      request = this.rates.check(known.eff.rate, who.keyId, known.modelId, who.tenantId, now);
+      if (limit !== null) {
+        spend = this.store.spent(who.tenantId, this.today(), limit - 1);
+        if (!(spend instanceof Promise)) this.underLimit(1, limit, spend);
+      }
+      hold = takeHold();
+    };
+    try {
+      if (this.store.gate) this.store.gate(who.tenantId, steps);
+      else steps();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const spent = spend instanceof Promise ? spend.then((s) => this.underLimit(1, limit!, s)) : undefined;
+    if (!request && !spent) return hold;
+    return Promise.allSettled([request, spent, hold]).then((all) => {
+      for (const r of all) if (r.status === 'rejected') throw r.reason;
+    });
+  }
+
+  /**
    * Take a concurrent-task slot and reserve the task's hold (`spend`) against today's spend under
    * the task id, as reserveSpend would, in one store step (the hold that follows is then made with
    * `spendReserved`). 1005 when the tenant has its limit of active tasks, or when the spend is

@@ -58,7 +58,22 @@ export interface LimitsStore {
    * the wallet took as new. A record per chat request, kept for days, would grow with traffic.
    */
   recordSpend(tenantId: string, day: string, milli: Milli): void | Promise<void>;
-  spent(tenantId: string, day: string): Milli | Promise<Milli>;
+  /**
+   * The tenant's spend of `day`. `refusedAbove`: asked inside gate(), the spend past which the
+   * request asking is refused (its limit less what it asks): its hold is then withheld.
+   */
+  spent(tenantId: string, day: string, refusedAbove?: Milli): Milli | Promise<Milli>;
+  /**
+   * Runs `run`, in which one priced request asks its steps of `tenantId` (its rate counts, its
+   * day's spend, its hold), as one step of the store that judges them together: the hold is
+   * withheld (HoldResult 'withheld') when a count passes its limit (RateCount.limit) or the spend
+   * passes `refusedAbove`, so a refused request holds no funds, not even for a moment. Redis: the
+   * steps asked synchronously in `run` go in one STEPS run of the tenant's slot, whose ADMIT part
+   * judges the counts and the spend before the holds (engine/store/redis/wallet-batches.ts). A
+   * store without it (memory) answers the counts and the spend at once: LimitsService asks the
+   * hold only once they passed.
+   */
+  gate?(tenantId: string, run: () => void): void;
 }
 
 /**
@@ -70,6 +85,8 @@ export interface RateCount {
   windowMs: number;
   id: string;
   n: number;
+  /** The window's limit (a count past it refuses the request): what a gated hold is judged by (LimitsStore.gate). */
+  limit?: number;
 }
 
 /**

@@ -4,12 +4,14 @@
 //   limits  request rates (429 / 1004, Retry-After); for a priced proxy request also the daily
 //           spend (1005) and its hold (the funds: 402 / 1003; a store that cannot write it:
 //           503 / 4003), asked together: one round trip to the stores, not three (they matter
-//           with Redis); the first refusal in this order answers. Rates before funds: the three
-//           are asked in the same turn once the tenant's limits are known (read first when not
-//           cached), so on Redis they go in one script run, whose rate counts come before its
-//           holds. A cold cache once sent a request's hold at once and its rate counts a read
-//           later, in a later run: the holds of requests the rate then refused took the funds of
-//           those it admitted (docs/decisions.md, 2026-11-27).
+//           with Redis); the first refusal in this order answers. Rates before funds, strictly:
+//           the three are asked in the same turn once the tenant's limits are known (read first
+//           when not cached), as one step of the store (LimitsService.checkPriced), and a request
+//           its rates or its spend refuse takes no hold, so its funds never refuse another (on
+//           Redis: one STEPS run whose ADMIT part judges the counts before the holds). A cold
+//           cache once sent a request's hold at once and its rate counts a read later, in a later
+//           run: the holds of requests the rate then refused took the funds of those it admitted
+//           (docs/decisions.md, 2026-11-27).
 // A proxied completion learns its model (the rates' model scope) only from its validated body, so
 // it asks for the caller first and the limits after validation; the others ask for both at once.
 import type { ModelLimits, RequestIdentity } from '../limits/service.ts';
@@ -23,10 +25,13 @@ export interface RequestLimits {
    * answered at once (the memory store: no promise to wait for); a refusal is a rejected promise.
    */
   checkRequest(who: RequestIdentity, known?: ModelLimits): void | Promise<void>;
-  /** GatewayError 1005 (429) when the tenant's daily spend limit is reached; as checkRequest. */
-  checkSpend(tenantId: string, milli?: number, known?: ModelLimits): void | Promise<void>;
   /** The tenant's limits for `model`: at once while cached, else once read (a rejection: the store is away). */
   limitsOf(tenantId: string, model: string | undefined): ModelLimits | Promise<ModelLimits>;
+  /**
+   * A priced request's rate counts, day's spend and hold (`takeHold`), in that order as one step:
+   * a request the first two refuse takes no hold. The first refusal in that order answers.
+   */
+  checkPriced(who: RequestIdentity, known: ModelLimits, takeHold: () => Promise<void>): void | Promise<void>;
 }
 
 export interface AdmissionDeps {
@@ -67,13 +72,13 @@ export class Admission {
 
   /**
    * Request rates (`model`: the model scope); for a priced request (`hold`: the hold of its
-   * charge, the funds check) the daily spend and the hold too. A hold written when another check
-   * refuses is the caller's to release.
+   * charge, the funds check) the daily spend and the hold too (RequestLimits.checkPriced). A hold
+   * written when another check refuses (a store away mid-step) is the caller's to release.
    */
   limits(auth: AuthContext, opts: { model?: string; hold?: () => Promise<void> }): void | Promise<void> {
     const who = { tenantId: auth.tenantId, keyId: auth.keyId, model: opts.model };
     if (!opts.hold) return this.d.limits.checkRequest(who);
-    // The limits first when they are not cached, so the three steps below go in one turn.
+    // The limits first when they are not cached, so the three steps go in one turn.
     let eff: ModelLimits | Promise<ModelLimits>;
     try {
       eff = this.d.limits.limitsOf(auth.tenantId, opts.model);
@@ -81,17 +86,6 @@ export class Admission {
       return Promise.reject(err);
     }
     const hold = opts.hold;
-    return eff instanceof Promise ? eff.then((e) => this.priced(who, e, hold)) : this.priced(who, eff, hold);
-  }
-
-  /** A priced request's rate counts, day's spend and hold, asked in the same turn: on Redis the three go in one script of the tenant's slot. */
-  private priced(who: RequestIdentity, eff: ModelLimits, takeHold: () => Promise<void>): void | Promise<void> {
-    const request = this.d.limits.checkRequest(who, eff);
-    const spend = this.d.limits.checkSpend(who.tenantId, undefined, eff);
-    const hold = takeHold();
-    if (!request && !spend) return hold;
-    return Promise.allSettled([request, spend, hold]).then((all) => {
-      for (const r of all) if (r.status === 'rejected') throw r.reason;
-    });
+    return eff instanceof Promise ? eff.then((e) => this.d.limits.checkPriced(who, e, hold)) : this.d.limits.checkPriced(who, eff, hold);
   }
 }

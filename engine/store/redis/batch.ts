@@ -20,12 +20,17 @@ interface Queue<I, O> {
 export class KeyedBatches<I, O> {
   private readonly run: (key: string, inputs: I[]) => Promise<O[]>;
   private readonly max: number;
+  private readonly joined: ((a: I, b: I) => boolean) | undefined;
   private readonly waiting = new Map<string, Queue<I, O>>();
 
-  /** `run` answers one output per input, in order; at most `max` inputs go together. */
-  constructor(run: (key: string, inputs: I[]) => Promise<O[]>, max = 64) {
+  /**
+   * `run` answers one output per input, in order; at most `max` inputs go together, and a group
+   * is never cut between two inputs that `joined` says go together (one request's gated steps).
+   */
+  constructor(run: (key: string, inputs: I[]) => Promise<O[]>, max = 64, joined?: (a: I, b: I) => boolean) {
     this.run = run;
     this.max = max;
+    this.joined = joined;
   }
 
   call(key: string, input: I): Promise<O> {
@@ -46,8 +51,10 @@ export class KeyedBatches<I, O> {
       // The whole queue when it fits (the usual case: no copy), else its first `max`.
       let { inputs, callers } = queue;
       if (inputs.length > this.max) {
-        inputs = inputs.splice(0, this.max);
-        callers = callers.splice(0, this.max);
+        let cut = this.max;
+        while (cut > 1 && this.joined?.(inputs[cut - 1]!, inputs[cut]!)) cut--;
+        inputs = inputs.splice(0, cut);
+        callers = callers.splice(0, cut);
       } else {
         queue.inputs = [];
         queue.callers = [];

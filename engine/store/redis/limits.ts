@@ -207,8 +207,13 @@ export class RedisLimitsStore implements LimitsStore {
    * admission script, with the request's rate counts and hold when asked in the same turn. Each
    * is answered by a script that started after it was asked, so none sees a value older than its call.
    */
-  spent(tenantId: string, day: string): Promise<Milli> {
-    return this.slot.spent(tenantId, day);
+  spent(tenantId: string, day: string, refusedAbove?: Milli): Promise<Milli> {
+    return this.slot.spent(tenantId, day, refusedAbove);
+  }
+
+  /** The steps `run` asks go in one STEPS run, the hold judged by the counts and the spend (WalletBatches.gate). */
+  gate(tenantId: string, run: () => void): void {
+    this.slot.gate(tenantId, run);
   }
 
   /** wallet (the day totals), ref, the old spend hash. */

@@ -30,21 +30,29 @@ export type HoldArgs = [string, string, string, string, string, string];
 /** A close: ref, actual ('' = release), note, at, id1, id2, spend day ('' = none). */
 export type CloseArgs = [string, string, string, string, string, string, string];
 
-/** One admission step: a request's rate counts (delta 1) or their giving back (-1), a day's spend read, or a hold. */
-type AdmitCall = { kind: 'r'; counts: readonly RateCount[]; delta: 1 | -1 } | { kind: 's'; day: string } | { kind: 'h'; args: HoldArgs };
+/**
+ * One admission step: a request's rate counts (delta 1) or their giving back (-1), a day's spend
+ * read (`above`: the spend past which its request is refused, when gated), or a hold.
+ */
+type AdmitCall = { kind: 'r'; counts: readonly RateCount[]; delta: 1 | -1 } | { kind: 's'; day: string; above: number | undefined } | { kind: 'h'; args: HoldArgs };
 /** A close with the closed-hold retention of the wallet adapter that asked (now ms, ttl ms). */
 interface CloseCall {
   kind: 'c';
   args: CloseArgs;
   forget: [string, string];
 }
-type Step = AdmitCall | CloseCall;
+/** `gate`: the gate (gate()) the step was asked in, 0 for none: one request's steps share it. */
+type Step = (AdmitCall | CloseCall) & { gate: number };
 
 /** One WalletBatches per client and prefix: the adapters that share them share their groups. */
 const shared = new WeakMap<RedisClient, Map<string, WalletBatches>>();
 
 export class WalletBatches {
   private readonly steps: KeyedBatches<Step, number[] | number | WalletStep>;
+  /** The gate open now (gate()): its tenant and number (0: none). */
+  private gateTenant = '';
+  private gateId = 0;
+  private gates = 0;
 
   /** The WalletBatches of `client` and `prefix` (the wallet, limits and rate adapters of one store share it). */
   static of(client: RedisClient, prefix: string): WalletBatches {
@@ -58,7 +66,7 @@ export class WalletBatches {
   private constructor(client: RedisClient, keys: Keys) {
     const k = (tenantId: string, ...names: string[]) => names.map((n) => keys.tenant(tenantId) + n);
     // A request's steps are up to four calls (its rate counts, its day's spend, its hold; its
-    // close): a group of 256 calls holds those of 64 requests.
+    // close): a group of 256 calls holds those of 64 requests. A gate's steps go in one group.
     this.steps = new KeyedBatches(async (tenantId, calls) => {
       // The close section (now, ttl, cutoff, then seven per close), then ADMIT's three sections:
       // the rate counts, the spend reads, the holds; the answer likewise.
@@ -67,7 +75,16 @@ export class WalletBatches {
       const days: string[] = [];
       const holds: string[] = [];
       let admits = 0;
+      // The group's gates, numbered 1, 2, … in order (a gate's steps are consecutive): `g` is
+      // the current step's number as text, '' outside a gate.
+      let gates = 0;
+      let open = 0;
+      let g = '';
       for (const c of calls) {
+        if (c.gate !== open) {
+          open = c.gate;
+          g = open ? String(++gates) : '';
+        }
         if (c.kind === 'c') {
           if (!closes.length) {
             const [now, ttl] = c.forget;
@@ -77,30 +94,15 @@ export class WalletBatches {
           continue;
         }
         admits++;
-        if (c.kind === 'r') {
-          // A request's counts, consecutive per scope in window order, share their scope's field
-          // (its name made once per field, not per count).
-          let head = '';
-          let id = '';
-          let at = 0;
-          let last = 3;
-          for (const r of c.counts) {
-            const w = windowOf(r.name);
-            if (w.head !== head || r.id !== id || w.slot <= last) {
-              head = w.head;
-              id = r.id;
-              at = rates.length;
-              rates.push(head + id, '', '', '');
-            }
-            rates[at + 1 + w.slot] = windowText(w.slot, c.delta * r.n);
-            last = w.slot;
-          }
+        if (c.kind === 'r') pushRates(rates, c.counts, c.delta, g);
+        else if (c.kind === 's') days.push(c.day, g && c.above !== undefined ? `${g}|${c.above}` : '');
+        else {
+          for (const a of c.args) holds.push(a);
+          holds.push(g);
         }
-        else if (c.kind === 's') days.push(c.day);
-        else for (const a of c.args) holds.push(a);
       }
       const args = [String(closes.length)].concat(closes);
-      if (admits) args.push(String(rates.length / 4), ...rates, String(days.length), ...days, ...holds);
+      if (admits) args.push(String(rates.length / 5), ...rates, String(days.length / 2), ...days, ...holds);
       const out = ((await STEPS.run(client, k(tenantId, 'wallet', 'ledger', 'holds', 'open', 'closed', 'spend'), args)) as string).split('\n');
       // The closes' lines first (th, as, la, then five per close), then the admissions'.
       const a0 = closes.length ? 3 + 5 * ((closes.length - 3) / 7) : 0;
@@ -108,7 +110,7 @@ export class WalletBatches {
       let r = a0 + 3;
       let s = r;
       for (const c of calls) if (c.kind === 'r') s += c.counts.length;
-      let h = s + days.length;
+      let h = s + days.length / 2;
       const all: (number[] | number | WalletStep)[] = [];
       for (const c of calls) {
         if (c.kind === 'c') {
@@ -125,27 +127,88 @@ export class WalletBatches {
         }
       }
       return all;
-    }, 4 * 64);
+    }, 4 * 64, (a, b) => a.gate !== 0 && a.gate === b.gate);
+  }
+
+  /**
+   * Runs `run`, whose steps of `tenantId` (asked synchronously in it: one request's rate counts,
+   * day's spend and hold) share a gate (LimitsStore.gate): they go in one run, whose ADMIT part
+   * judges the counts (by RateCount.limit) and the spend (by `above`) before the hold, and
+   * withholds the hold ('withheld') of a request they refuse. A step asked later (after an await)
+   * is outside the gate: judged alone, as any.
+   */
+  gate(tenantId: string, run: () => void): void {
+    const tenant = this.gateTenant;
+    const id = this.gateId;
+    this.gateTenant = tenantId;
+    this.gateId = ++this.gates;
+    try {
+      run();
+    } finally {
+      this.gateTenant = tenant;
+      this.gateId = id;
+    }
+  }
+
+  private gateOf(tenantId: string): number {
+    return this.gateId !== 0 && tenantId === this.gateTenant ? this.gateId : 0;
   }
 
   /** Count (1) or give back (-1) one request in each of the tenant's counters (a scope's windows in one field `w:<name>:<id>`): the counts after it. */
   rate(tenantId: string, counts: readonly RateCount[], delta: 1 | -1): Promise<number[]> {
-    return this.steps.call(tenantId, { kind: 'r', counts, delta }) as Promise<number[]>;
+    return this.steps.call(tenantId, { kind: 'r', counts, delta, gate: delta === 1 ? this.gateOf(tenantId) : 0 }) as Promise<number[]>;
   }
 
-  /** The tenant's spend of `day` (milli). */
-  spent(tenantId: string, day: string): Promise<number> {
-    return this.steps.call(tenantId, { kind: 's', day }) as Promise<number>;
+  /** The tenant's spend of `day` (milli); `above`: in a gate, the spend past which its request is refused. */
+  spent(tenantId: string, day: string, above?: number): Promise<number> {
+    return this.steps.call(tenantId, { kind: 's', day, above, gate: this.gateOf(tenantId) }) as Promise<number>;
   }
 
+  /** A hold; in a gate, 'withheld' when its request's counts or spend refuse it. */
   hold(tenantId: string, args: HoldArgs): Promise<WalletStep> {
-    return this.steps.call(tenantId, { kind: 'h', args }) as Promise<WalletStep>;
+    return this.steps.call(tenantId, { kind: 'h', args, gate: this.gateOf(tenantId) }) as Promise<WalletStep>;
   }
 
   /** `forget`: now ms and the closed-hold ttl ms of the asking wallet adapter. */
   close(tenantId: string, args: CloseArgs, forget: [string, string]): Promise<WalletStep> {
-    return this.steps.call(tenantId, { kind: 'c', args, forget }) as Promise<WalletStep>;
+    return this.steps.call(tenantId, { kind: 'c', args, forget, gate: 0 }) as Promise<WalletStep>;
   }
+}
+
+/**
+ * A request's counts into the rate section (five arguments a field: name, three windows, gate).
+ * Its counts, consecutive per scope in window order, share their scope's field (its name made once
+ * per field, not per count); in a gate (`g`) a field's gate is g and its windows' limits (`lim`,
+ * written as the next field starts and after the last).
+ */
+function pushRates(rates: string[], counts: readonly RateCount[], delta: 1 | -1, g: string): void {
+  let head = '';
+  let id = '';
+  let at = -1;
+  let last = 3;
+  for (const r of counts) {
+    const w = windowOf(r.name);
+    if (w.head !== head || r.id !== id || w.slot <= last) {
+      if (g && at >= 0) rates[at + 4] = gateText(g);
+      head = w.head;
+      id = r.id;
+      at = rates.length;
+      rates.push(head + id, '', '', '', '');
+    }
+    rates[at + 1 + w.slot] = windowText(w.slot, delta * r.n);
+    if (g) lim[w.slot] = r.limit === undefined ? '' : String(r.limit);
+    last = w.slot;
+  }
+  if (g && at >= 0) rates[at + 4] = gateText(g);
+}
+
+// A gated rate field's window limits, slot by slot, gathered as its counts are read (a field's
+// counts are consecutive), then written with its gate number by gateText, which clears them.
+const lim = ['', '', ''];
+function gateText(g: string): string {
+  const text = `${g}|${lim[0]}|${lim[1]}|${lim[2]}`;
+  lim[0] = lim[1] = lim[2] = '';
+  return text;
 }
 
 /** A rate counter's wallet field name up to its id (`w:<name>:`) and slot (WINDOWS_LIB): rl_key_per_minute → w:rl_key: and 1; another name has a field of its own (slot 0). */

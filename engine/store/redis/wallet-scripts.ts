@@ -136,33 +136,42 @@ end
 // The admissions (KEYS as STEPS's: the holds hash for the closed ones, the old spend of
 // ./limits.ts). A, the admission section of ARGV, in three sections (each kind touches fields
 // of its own, so a kind's calls keep their order and nothing else depends on it): the number of
-// rate fields, then per field its name (w:<name>:<id>, WINDOWS_LIB) and the window n counted in
-// each of its three slots ('' none; negative: give one back); the number of spend reads, then
-// per read its day; then per hold: ref, amount, note, at, entry id, flags (the sum of 1: up to,
-// hold min(amount, available), refused only when nothing is available; 2: a new ref,
-// HoldOptions.newRef). Sections rather than a kind tag per call and a delta per count: a chat's
-// nine counts are 12 arguments, each encoded one by one by ioredis. A new hold's record is the
-// wallet's field o:<ref> until it closes. Returns th, as, la, then the counts, the spends, and
-// per hold status, item, b, h, seq (lines of one text: reply above).
+// rate fields, then per field its name (w:<name>:<id>, WINDOWS_LIB), the window n counted in
+// each of its three slots ('' none; negative: give one back) and its gate; the number of spend
+// reads, then per read its day and its gate; then per hold: ref, amount, note, at, entry id,
+// flags (the sum of 1: up to, hold min(amount, available), refused only when nothing is
+// available; 2: a new ref, HoldOptions.newRef) and its gate. Sections rather than a kind tag per
+// call and a delta per count: a chat's nine counts are 15 arguments, each encoded one by one by
+// ioredis. A new hold's record is the wallet's field o:<ref> until it closes.
+// The gates (LimitsStore.gate): one request's rate fields, spend read and hold carry the same
+// gate number g ('' for a call asked outside a gate): a field's gate is g|<limit>|<limit>|<limit>
+// (its three windows' limits, '' for a window not counted), a read's g|<spend past which its
+// request is refused>, a hold's g. The counts and the reads go first, so a hold is judged by them:
+// a request a count or its day's spend refuses is answered 'withheld' and takes nothing, so its
+// funds never refuse a later request of the run (rates and spend before funds, strictly).
+// Returns th, as, la, then the counts, the spends, and per hold status, item, b, h, seq (lines of
+// one text: reply above).
 const ADMIT_RUN = `
 local function admit_run(A)
   -- The fields each section asks for, in A's order: no table per call (a chat with every limit
   -- counts nine windows, and a table each was some 2 µs of the script).
   local nr = tonumber(A[1])
   local fields = {}
-  for j = 1, nr do fields[j] = A[4 * j - 2] end
-  local s0 = 3 + 4 * nr
+  for j = 1, nr do fields[j] = A[5 * j - 3] end
+  local s0 = 3 + 5 * nr
   local spends = tonumber(A[s0 - 1])
-  for j = 0, spends - 1 do fields[#fields + 1] = 's:' .. A[s0 + j] end
-  local h0 = s0 + spends
-  local holds = (#A - h0 + 1) / 6
-  for j = 0, holds - 1 do fields[#fields + 1] = 'o:' .. A[h0 + 6 * j] end
+  for j = 0, spends - 1 do fields[#fields + 1] = 's:' .. A[s0 + 2 * j] end
+  local h0 = s0 + 2 * spends
+  local holds = (#A - h0 + 1) / 7
+  for j = 0, holds - 1 do fields[#fields + 1] = 'o:' .. A[h0 + 7 * j] end
   fields[#fields + 1] = 'sd'
   local w, v = wget(KEYS[1], fields)
   -- The fields as the calls see them: each sees the writes of the calls before it.
   local cur, dirty = {}, {}
   for j, f in ipairs(fields) do if cur[f] == nil then cur[f] = v[j] end end
   local out, lines, rs, gone = {}, {}, {}, {}
+  -- refused[g]: gate g's request is refused by a count or its day's spend: its hold is withheld.
+  local refused = {}
   -- A rate field not in the wallet yet: an older gateway's per-window fields are moved in (once).
   local old, olds = {}, {}
   for j = 1, nr do
@@ -191,12 +200,20 @@ local function admit_run(A)
       r = win_parse(cur[f])
       rs[f] = r
     end
+    local g, l1, l2, l3
+    if A[5 * j + 1] ~= '' then g, l1, l2, l3 = string.match(A[5 * j + 1], '^(%d+)|(%d*)|(%d*)|(%d*)$') end
     for k = 0, 2 do
-      local ns = A[4 * j - 1 + k]
+      local ns = A[5 * j - 2 + k]
       if ns ~= '' then
         local give = string.byte(ns, 1) == 45
         if give then ns = string.sub(ns, 2) end
-        out[#out + 1] = string.format('%d', win_count(r, k, ns, give))
+        local c = win_count(r, k, ns, give)
+        out[#out + 1] = string.format('%d', c)
+        if g then
+          local l = l1
+          if k == 1 then l = l2 elseif k == 2 then l = l3 end
+          if l ~= '' and c > tonumber(l) then refused[g] = true end
+        end
       end
     end
     dirty[f] = r
@@ -207,25 +224,36 @@ local function admit_run(A)
       local o = redis.call('HGETALL', KEYS[6])
       for j = 1, #o, 2 do old['s:' .. o[j]] = o[j + 1] end
     end
-    for j = nr + 1, nr + spends do out[#out + 1] = cur[fields[j]] or old[fields[j]] or '0' end
+    for j = 1, spends do
+      local f = fields[nr + j]
+      local s = cur[f] or old[f] or '0'
+      out[#out + 1] = s
+      local gate = A[s0 + 2 * j - 1]
+      if gate ~= '' then
+        local g, above = string.match(gate, '^(%d+)|(-?%d+)$')
+        if tonumber(s) > tonumber(above) then refused[g] = true end
+      end
+    end
   end
   -- A ref closed a while ago is only in the holds hash: read for the holds not in the wallet
   -- whose ref is not new (flag 2: a request's own ref, never held twice), so a chat's costs none.
   local ex, refs = {}, {}
   for j = 0, holds - 1 do
-    local a = h0 + 6 * j
-    if not cur[fields[nr + spends + j + 1]] and tonumber(A[a + 5]) < 2 then refs[#refs + 1] = A[a] end
+    local a = h0 + 7 * j
+    if not cur[fields[nr + spends + j + 1]] and tonumber(A[a + 5]) < 2 and not refused[A[a + 6]] then refs[#refs + 1] = A[a] end
   end
   if #refs > 0 then
     local e = redis.call('HMGET', KEYS[3], unpack(refs))
     for j, r in ipairs(refs) do ex[r] = e[j] end
   end
   for j = 0, holds - 1 do
-    local a = h0 + 6 * j - 1
+    local a = h0 + 7 * j - 1
     local f = fields[nr + spends + j + 1]
     local ref, amount, at = A[a + 1], tonumber(A[a + 2]), A[a + 4]
     local status, item = 'held', cur[f] or ex[ref]
-    if item then
+    if refused[A[a + 7]] then
+      status, item = 'withheld', ''
+    elseif item then
       status = 'duplicate'
     else
       item = ''
