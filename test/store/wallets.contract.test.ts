@@ -598,6 +598,29 @@ forEachBackend('WalletStore contract', (env) => {
       }
       expect(() => new MemoryWalletStore({ closedHoldTtlMs: -1 })).to.throw(/closedHoldTtlMs/);
     });
+
+    it('keeps the closed holds of the last window only under steady hold-and-settle traffic (a chat\'s, shelved on Redis)', async () => {
+      // Closes never pause here, so on Redis the shelf moves a batch every second while older
+      // holds fall due: a batch put ahead of those older ones would hold them back for good.
+      const clock = new ManualClock();
+      const { a: s, prefix: p } = env.pair<WalletStore>(
+        () => new MemoryWalletStore({ closedHoldTtlMs: 2_000, clock }),
+        (client, px) => new RedisWalletStore({ client, prefix: px, closedHoldTtlMs: 2_000, clock }),
+      );
+      await s.credit(T, 'topup', 'p', 1_000_000, '', AT);
+      for (let i = 0; i < 300; i++) {
+        await s.hold(T, `c${i}`, 2, '', AT, { upTo: true, newRef: true });
+        await s.settle(T, `c${i}`, 1, '', AT);
+        clock.advance(100); // 20 closes per window
+      }
+      const snap = await s.snapshot(T);
+      // The window's 20, the shelf's second at most (10) and a look's slack: never the 300.
+      expect(snap.holds.length).to.be.at.most(35);
+      expect((await s.settle(T, 'c0', 1, '', AT)).status, 'the first is forgotten').to.equal('unknown');
+      expect((await s.settle(T, 'c299', 1, '', AT)).status, 'the last is kept').to.equal('duplicate');
+      expect(checkLedger(snap).violations).to.deep.equal([]);
+      if (env.isRedis) expect(Number(await env.a.llen(`${p}{t:${T}}:closed`))).to.be.at.most(35);
+    });
   });
 
   if (env.isRedis) {

@@ -95,8 +95,8 @@ end
 -- field o:<ref> (written by the wallet's own HSET, no command of its own), and the wallet notes it
 -- as q:<n> = "<closed at ms>|<ref>" (cn: how many wait, cf: when the first closed). Once SHELF_MAX
 -- wait, or the first has waited a second (less for a shorter retention), a CLOSE moves them all to
--- the holds hash H and the head of the forget list C in a few commands (two HMGET, HSET, HDEL,
--- LPUSH), so a close costs those once per many closes instead of three each. (One field per
+-- the holds hash H and the tail of the forget list C in a few commands (two HMGET, HSET, HDEL,
+-- RPUSH), so a close costs those once per many closes instead of three each. (One field per
 -- entry, not a growing string: a 4 KB string read and rewritten by every script cost Redis more
 -- CPU than the commands it saved.) Returns the refs moved; their o: and q: fields go into \`gone\`
 -- (the caller's HDEL, before its HSET). A tenant that stops closing leaves those few closed
@@ -135,7 +135,7 @@ local function shelve(W, H, C, w, now, ttl, gone)
   if #refs == 0 then return moved end
   local v = redis.call('HMGET', W, unpack(fields))
   local sets, adds = {}, {}
-  for i = #refs, 1, -1 do
+  for i = 1, #refs do
     local r = refs[i]
     if v[i] and string.sub(v[i], 1, 5) ~= 'open|' then
       sets[#sets + 1] = r
@@ -146,14 +146,15 @@ local function shelve(W, H, C, w, now, ttl, gone)
     end
   end
   if #sets > 0 then redis.call('HSET', H, unpack(sets)) end
+  -- To the tail of the forget list, oldest first, like every other close: the list's head is
+  -- what falls due first, so a batch put there (it was, once) holds back every older entry behind
+  -- it while closes go on, and the holds hash grew without bound under steady chat traffic. Up
+  -- to a second out of order (what closed while they waited is ahead of them): late, never early.
   if ttl > 0 and #adds > 0 then
-    -- To the head of the forget list, oldest first (pushed newest first): they closed before
-    -- whatever was appended while they waited, and the head is looked at when the first is due.
-    redis.call('LPUSH', C, unpack(adds))
     local first = at[1] + ttl
     if first < w.fh then w.fh, w.fhset = first, true end
   end
-  forget(H, C, w, {}, now, ttl)
+  forget(H, C, w, adds, now, ttl)
   return moved
 end
 local function hold_parse(s)

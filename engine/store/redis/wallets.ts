@@ -67,12 +67,16 @@ local w, open = wget(KEYS[1], { 'o:' .. ARGV[1] })
 if open[1] then return result('duplicate', open[1], w) end
 local ex = redis.call('HGET', KEYS[3], ARGV[1])
 if ex then return result('duplicate', ex, w) end
-local amount = tonumber(ARGV[2])
+local amount, now, ttl = tonumber(ARGV[2]), tonumber(ARGV[7]), tonumber(ARGV[8])
+-- A due shelf moves first: its holds closed before this one, so the forget list stays in order.
+local gone = {}
+if shelf_due(w, now, ttl) then shelve(KEYS[1], KEYS[3], KEYS[5], w, now, ttl, gone) end
 local seq = append(KEYS[2], w, ARGV[5], ARGV[4], 'hold', amount, ARGV[1], ARGV[3])
 append(KEYS[2], w, ARGV[6], ARGV[4], 'settle', amount, ARGV[1], ARGV[3])
 local h = { state = 'settled', amount = amount, settled = amount, released = 0, charge = '1', seq = seq, at = ARGV[4] }
 redis.call('HSET', KEYS[3], ARGV[1], hold_str(h))
-forget(KEYS[3], KEYS[5], w, { num(tonumber(ARGV[7]) + tonumber(ARGV[8])) .. '|' .. ARGV[1] }, tonumber(ARGV[7]), tonumber(ARGV[8]))
+forget(KEYS[3], KEYS[5], w, { num(now + ttl) .. '|' .. ARGV[1] }, now, ttl)
+if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
 w.b = w.b - amount
 wsave(KEYS[1], w)
 return result('closed', hold_str(h), w)
