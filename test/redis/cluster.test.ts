@@ -15,8 +15,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { FakeOpenAI } from '../chat/fake-openai.ts';
+import { strictAdmission } from '../limits/strict-admission.ts';
 import { call } from '../helpers/gateway.ts';
 import { FakeUpstream, json } from '../helpers/upstream.ts';
 import { testPki } from '../webhooks/support/pki.ts';
@@ -452,7 +453,21 @@ describe('redis cluster: two gateway processes over three masters', function () 
   });
 
   // Last: it leaves the cluster without one of its masters.
+  // Rates and spend before funds, strictly, in one STEPS run on the tenant's master (a Cluster
+  // client here, as the gateway's): the cases of test/limits/admission-order.test.ts.
+  let direct: Cluster | undefined;
+  let prefixes = 0;
+  strictAdmission({
+    isRedis: true,
+    get a() {
+      return (direct ??= new Cluster(nodes.map((n) => ({ host: '127.0.0.1', port: n.port }))));
+    },
+    prefix: () => `strict${++prefixes}:`,
+  });
+
   it('refuses at once with 503 / 4003, and is not ready, once a master is gone', async () => {
+    // The strict cases' own client first: it would follow the master killed below.
+    direct?.disconnect();
     const { key } = await tenantWithKey(a.url);
     const gone = nodes[2]!.proc;
     gone.kill('SIGKILL');
