@@ -13,7 +13,7 @@
 //                as `<ref>+` (may take the balance below zero; the next request is refused
 //                until a top-up). charge() is that last step: hold + settle in one, once per ref.
 import { GatewayError } from '../errors/gateway-error.ts';
-import { credits, fundsRefusals } from '../metrics/metrics.ts';
+import { creditsMoved, fundsRefusals } from '../metrics/metrics.ts';
 import { isoNow, systemClock, type Clock } from '../util/clock.ts';
 import { BILLING_DEFAULTS } from './config.ts';
 import { checkLedger, type InvariantReport } from './invariant.ts';
@@ -306,8 +306,9 @@ function spendOn(at: string): SettleOptions {
   return lastSpend;
 }
 
-function countCredits(operation: 'held' | 'settled' | 'released' | 'charged' | 'topped_up', milli: Milli): void {
-  if (milli > 0) credits.inc({ operation }, milli / 1000);
+/** gateway_billing_credits_total, counted in plain numbers and taken at scrape (engine/metrics). */
+function countCredits(operation: keyof typeof creditsMoved, milli: Milli): void {
+  if (milli > 0) creditsMoved[operation] += milli;
 }
 
 function outcome(ref: string, r: CloseResult): CloseOutcome {

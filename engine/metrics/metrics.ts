@@ -155,11 +155,25 @@ export const submissionsUnknown = new client.Counter({
 });
 
 // ---- Billing and limits ---------------------------------------------------------------------
+/**
+ * Milli-credits moved since the last scrape, by operation: billing adds to these plain numbers
+ * (a sync chat moves credits three times; prom-client's labelled inc hashes its labels and makes
+ * three objects each time) and gateway_billing_credits_total takes them at scrape, exact.
+ */
+export const creditsMoved = { held: 0, settled: 0, released: 0, charged: 0, topped_up: 0 };
 export const credits = new client.Counter({
   name: 'gateway_billing_credits_total',
   help: 'Credits moved, by operation: held (reserved for a task or a chat), settled (charged from a hold), released (given back), charged (a chat\'s usage beyond its hold), topped_up.',
   labelNames: ['operation'] as const,
   registers,
+  collect() {
+    for (const operation of Object.keys(creditsMoved) as (keyof typeof creditsMoved)[]) {
+      const milli = creditsMoved[operation];
+      if (milli === 0) continue;
+      creditsMoved[operation] = 0;
+      this.inc({ operation }, milli / 1000);
+    }
+  },
 });
 export const fundsRefusals = new client.Counter({
   name: 'gateway_billing_refusals_total',
