@@ -1,17 +1,21 @@
-// Billing's own cost per sync chat, in process: the gateway's real wiring (memory store, the
-// spend guard, the low-balance monitor, the ledger archive following the store onto the local
-// result files, prom-client), with its request charges (engine/billing/request-charges.ts) driven
-// directly, as the proxy drives them: reserve (the hold) then close (the settlement) per chat,
-// `BILLING_CONCURRENCY` chats at a time. No HTTP, so what is left is billing's alone:
-//   flock /tmp/bench.lock npx node bench/billing.ts [chats]
+// Billing's cost per sync chat, in process: the gateway's real wiring (memory store, the spend
+// guard, the low-balance monitor, the ledger archive following the store onto the local result
+// files under the tree's data/, prom-client), with its request charges
+// (engine/billing/request-charges.ts) driven as the proxy drives them: the hold, then the
+// settlement, per chat, `BILLING_CONCURRENCY` (10) chats at a time, `BILLING_RATE` (20,000) chats
+// a second after an unpaced warm-up of 50,000. No HTTP, so what is measured is billing's alone:
+//   flock /tmp/bench.lock taskset -c 0 npx node bench/billing.ts [chats]
 // Prints CPU per chat (all threads: the archive's file work is on libuv's), heap allocated per
-// chat, and collections per 1,000 chats. Pin it (`taskset -c 0`) for steadier CPU figures; the heap figure
-// does not move with the machine's load. With `--import bench/heap-sampling.ts` it shows where
-// the allocation goes (`npx node bench/heap-sampling.ts <profile> <chats>`).
+// chat (load-independent) and collections per 1,000 chats. Paced, because a loop that only awaits
+// resolved promises never gives the event loop a turn: the archive's file calls never complete
+// and the lines pile up as no gateway's do (docs/performance.md). With
+// `--import bench/heap-sampling.ts` (and `--no-turbo-inlining`, so that each allocation is charged
+// to the function that makes it) it shows where the allocation goes.
 import { getHeapStatistics } from 'node:v8';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { ChatPorts } from '../engine/gateway.ts';
+import { chatConfigText } from './chat-config.ts';
 import { shipped } from './support.ts';
 
 const { loadConfigText } = await shipped<typeof import('../engine/load-config.ts')>('load-config.ts');
@@ -22,17 +26,9 @@ const WARMUP = Math.min(50_000, CHATS);
 const CONCURRENCY = Number(process.env.BILLING_CONCURRENCY ?? 10);
 const RATE = Number(process.env.BILLING_RATE ?? 20_000);
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const big = { per_second: 1_000_000_000, per_minute: 1_000_000_000, per_day: 1_000_000_000 };
-const config = loadConfigText(`
-server: { host: 127.0.0.1, port: 0 }
-metrics: { port: 0 }
-sandbox: { enabled: false }
-${process.env.BILLING_STORE ?? ""}
-log: { level: silent }
-vendors: { dir: vendors, enabled: [provider_c] }
-limits: ${JSON.stringify({ rate: { key: big, tenant: big, model: big }, daily_spend_credits: '1000000000.00' })}
-upstreams: { provider_c: { base_url: "http://127.0.0.1:9", credentials: { api_key: sk-bench } } }
-`, ROOT, { env: {} });
+// No upstream is called: the port is one nothing listens on. BILLING_STORE: a `store:` line,
+// e.g. `store: { memory_ledger_entries: 10000000 }` (the archive idle through the run).
+const config = loadConfigText(chatConfigText({ upstreamUrl: 'http://127.0.0.1:9', logLevel: 'silent', store: process.env.BILLING_STORE }), ROOT, { env: {} });
 let real: ChatPorts | undefined;
 const gw = await startGateway(config, { chatPorts: (r) => (real = r) });
 const tenant = await gw.tenants.createTenant({ name: 'bench' });

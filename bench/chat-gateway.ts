@@ -9,23 +9,18 @@
 import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { ChatPorts } from '../engine/gateway.ts';
+import { chatConfigText } from './chat-config.ts';
 import { shipped } from './support.ts';
 
 const { loadConfigText } = await shipped<typeof import('../engine/load-config.ts')>('load-config.ts');
 const { startGateway } = await shipped<typeof import('../engine/gateway.ts')>('gateway.ts');
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const big = { per_second: 1_000_000_000, per_minute: 1_000_000_000, per_day: 1_000_000_000 };
-const config = loadConfigText(`
-server: { host: 127.0.0.1, port: 0 }
-metrics: { port: 0 }
-sandbox: { enabled: false }
-log: { level: info }
-${process.env.BENCH_REDIS_URL ? `store: { kind: redis, redis_url: "${process.env.BENCH_REDIS_URL}", key_prefix: "bench${process.pid}" }` : ''}
-vendors: { dir: vendors, enabled: [provider_c] }
-limits: ${JSON.stringify({ rate: { key: big, tenant: big, model: big }, daily_spend_credits: '1000000000.00' })}
-upstreams: { provider_c: { base_url: "${process.env.UPSTREAM_URL}", credentials: { api_key: sk-bench } } }
-`, ROOT, { env: {} });
+const config = loadConfigText(chatConfigText({
+  upstreamUrl: process.env.UPSTREAM_URL!,
+  logLevel: 'info',
+  store: process.env.BENCH_REDIS_URL ? `store: { kind: redis, redis_url: "${process.env.BENCH_REDIS_URL}", key_prefix: "bench${process.pid}" }` : undefined,
+}), ROOT, { env: {} });
 // Diagnostic runs only: the proxy path without billing, limits and the access log, to show
 // where the full path's CPU goes. `core` is switched back before the next full-path run.
 // BENCH_CORE=1 starts the gateway switched off so; BENCH_OFF=billing,limits,log switches the

@@ -155,11 +155,7 @@ export const submissionsUnknown = new client.Counter({
 });
 
 // ---- Billing and limits ---------------------------------------------------------------------
-/**
- * Milli-credits moved since the last scrape, by operation: billing adds to these plain numbers
- * (a sync chat moves credits three times; prom-client's labelled inc hashes its labels and makes
- * three objects each time) and gateway_billing_credits_total takes them at scrape, exact.
- */
+/** Milli-credits moved since the last scrape: billing adds to these (three labelled incs a sync chat made ~0.4 KB of garbage); the counter takes them at scrape. */
 export const creditsMoved = { held: 0, settled: 0, released: 0, charged: 0, topped_up: 0 };
 export const credits = new client.Counter({
   name: 'gateway_billing_credits_total',
@@ -168,10 +164,8 @@ export const credits = new client.Counter({
   registers,
   collect() {
     for (const operation of Object.keys(creditsMoved) as (keyof typeof creditsMoved)[]) {
-      const milli = creditsMoved[operation];
-      if (milli === 0) continue;
+      if (creditsMoved[operation] > 0) this.inc({ operation }, creditsMoved[operation] / 1000);
       creditsMoved[operation] = 0;
-      this.inc({ operation }, milli / 1000);
     }
   },
 });
