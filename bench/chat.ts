@@ -37,13 +37,15 @@
 //      BENCH_PREWARM_SECONDS (6) of sync and streamed load through each proxy before the first
 //      run, BENCH_RATE (2000), BENCH_TTFB_REQUESTS (300) per target, BENCH_GATEWAY_ARGS (none):
 //      node flags for the gateway's process alone (as bench/throughput.ts), to weigh a start-up
-//      setting such as `--v8-pool-size=1` against the same run without it.
+//      setting against the same run without it. The gateway starts with V8's worker pool sized to
+//      its one core, as `gateway serve` sizes it there (support.ts's gatewayFlags), and the minimal
+//      proxy with the same pool; `--v8-pool-size=4` here gives both Node's default instead.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { constants, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool, type Dispatcher } from 'undici';
-import { chatRequest } from './support.ts';
+import { chatRequest, gatewayFlags } from './support.ts';
 
 const HERE = fileURLToPath(new URL('./', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
@@ -313,8 +315,10 @@ const f = (n: number | undefined, d = 2) => (n === undefined || Number.isNaN(n) 
 export async function main(): Promise<boolean> {
   pinSelf(1);
   const up = await startChild('chat-upstream.ts', 1, {}, [APPARATUS_FLAG]);
-  const mp = await startChild('chat-minproxy.ts', 0, { UPSTREAM_URL: up.msg.url });
-  const gatewayArgs = (process.env.BENCH_GATEWAY_ARGS ?? '').split(' ').filter(Boolean);
+  const gatewayArgs = await gatewayFlags(`${HERE}..`, 1, (process.env.BENCH_GATEWAY_ARGS ?? '').split(' ').filter(Boolean), process.env.NODE_OPTIONS);
+  // The minimal proxy shares the gateway's core, so it gets the gateway's V8 pool: a Node tuned as
+  // the gateway is, or neither is (NODE_OPTIONS reaches both). The rest of the flags stay the gateway's.
+  const mp = await startChild('chat-minproxy.ts', 0, { UPSTREAM_URL: up.msg.url }, gatewayArgs.filter((a) => /^--v8[-_]pool[-_]size\b/.test(a)));
   const gw = await startChild('chat-gateway.ts', 0, { UPSTREAM_URL: up.msg.url }, gatewayArgs);
   const auth = { authorization: `Bearer ${gw.msg.key}` };
   const direct: Target = { name: 'direct', url: up.msg.url, headers: {} };

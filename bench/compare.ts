@@ -20,11 +20,14 @@
 //      COMPARE_WARMUP_MS (3000 per tree before the first round), COMPARE_CPU_PROF (a directory:
 //      every gateway runs under --cpu-prof and writes its threads' profiles in a folder per tree there
 //      when stopped).
+// Each gateway starts with the node flags its tree's shipped start would give it on its one core
+// (V8's worker pool: support.ts's gatewayFlags); `<tree>+NODE_OPTIONS=--v8-pool-size=4` gives a
+// tree Node's default pool instead.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
-import { chatRequest, createRequest, pct } from './support.ts';
+import { chatRequest, createRequest, gatewayFlags, pct } from './support.ts';
 
 const [mode, ...trees] = process.argv.slice(2);
 if (!mode || !['chat', 'stream', 'create'].includes(mode) || trees.length < 2) {
@@ -41,7 +44,7 @@ const PROFILE_DIR = process.env.COMPARE_CPU_PROF;
 spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
 
 /** bench/<file> of `tree`, pinned to `core`; resolves with its first IPC message (its URL, key). */
-function start(treeArg: string, file: string, core: number, env: Record<string, string>, nice = 0): Promise<{ child: ChildProcess; msg: { url: string; key: string } }> {
+async function start(treeArg: string, file: string, core: number, env: Record<string, string>, nice = 0): Promise<{ child: ChildProcess; msg: { url: string; key: string } }> {
   const [tree, ...settings] = treeArg.split('+') as [string, ...string[]];
   const own = Object.fromEntries(settings.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
   // A profile is written at exit; a gateway whose close outlasts 3 s is made to exit (any tree's bench).
@@ -49,7 +52,8 @@ function start(treeArg: string, file: string, core: number, env: Record<string, 
   const prof = PROFILE_DIR && file !== 'stub-upstream.ts' && file !== 'chat-upstream.ts'
     ? ['--cpu-prof', `--cpu-prof-dir=${resolve(PROFILE_DIR, treeArg.replace(/\W+/g, '_'))}`, `--import=data:text/javascript,${encodeURIComponent(exitOnStop)}`]
     : [];
-  const child = spawn('taskset', ['-c', String(core), 'nice', '-n', String(nice), process.execPath, ...prof, resolve(tree, 'bench', file)], {
+  const flags = file.endsWith('-gateway.ts') ? await gatewayFlags(tree, 1, [], own.NODE_OPTIONS ?? process.env.NODE_OPTIONS) : [];
+  const child = spawn('taskset', ['-c', String(core), 'nice', '-n', String(nice), process.execPath, ...prof, ...flags, resolve(tree, 'bench', file)], {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     env: { ...process.env, ...own, ...env },
   });

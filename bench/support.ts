@@ -15,6 +15,25 @@ interface Build {
   DIST: string;
 }
 
+/** engine/cli/v8-pool.mjs of a tree (plain JavaScript, like build.mjs). */
+interface V8Pool {
+  poolFlags(cpus?: number): string[];
+  poolChosen(execArgv?: string[], nodeOptions?: string): boolean;
+}
+
+/**
+ * The node flags of a gateway that a benchmark starts itself (not through `gateway serve`) on
+ * `cpus` CPUs: V8's worker pool as `tree`'s shipped start sizes it there (engine/cli/v8-pool.mjs;
+ * none from a tree before it), then `own`, the run's flags, which win where they size the pool (as
+ * does a --v8-pool-size in `nodeOptions`). So the benchmark measures what `gateway serve` runs.
+ */
+export async function gatewayFlags(tree: string, cpus: number, own: string[] = [], nodeOptions = ''): Promise<string[]> {
+  const file = join(tree, 'engine/cli/v8-pool.mjs');
+  if (!existsSync(file)) return own;
+  const pool = (await import(pathToFileURL(file).href)) as V8Pool;
+  return [...(pool.poolChosen(own, nodeOptions) ? [] : pool.poolFlags(cpus)), ...own];
+}
+
 /**
  * What `npm start` runs in `tree`, for `node <it> serve …`: engine/cli/gateway.mjs, with dist/ built
  * first here if it is missing or older than the sources (so no build lands in the gateway's

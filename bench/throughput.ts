@@ -25,13 +25,14 @@
 // Env: BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (2), BENCH_CONNECTIONS (64,256), BENCH_TIMING_SCALE (1),
 //      BENCH_PROF=1 (CPU profile of the gateway in /tmp/tprof), BENCH_TURNS=1, BENCH_GATEWAY_ARGS (node flags).
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
-import { ask, child, createRequest, stop } from './support.ts';
+import { ask, child, createRequest, gatewayFlags, stop } from './support.ts';
 import { analyse, missesExplained, readProfile, type Stretch, type TurnLog } from './turns.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -52,8 +53,9 @@ const pin = (pid: number, core: number) => {
 const TURNS = !!process.env.BENCH_TURNS;
 const SAMPLE_US = 500;
 const turnsDir = TURNS ? mkdtempSync(join(tmpdir(), 'turns-')) : '';
-// BENCH_GATEWAY_ARGS: node flags for the gateway (e.g. --trace-gc).
-const gatewayArgs = (process.env.BENCH_GATEWAY_ARGS ?? '').split(' ').filter(Boolean);
+// BENCH_GATEWAY_ARGS: node flags for the gateway (e.g. --trace-gc), after those `gateway serve` would
+// start with on its CPUs (V8's worker pool: support.ts's gatewayFlags; one core with BENCH_PIN).
+const gatewayArgs = await gatewayFlags(fileURLToPath(new URL('../', import.meta.url)), process.env.BENCH_PIN ? 1 : availableParallelism(), (process.env.BENCH_GATEWAY_ARGS ?? '').split(' ').filter(Boolean), process.env.NODE_OPTIONS);
 const profArgs = TURNS ? ['--cpu-prof', `--cpu-prof-dir=${turnsDir}`, `--cpu-prof-interval=${SAMPLE_US}`] : process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/tprof'] : [];
 const stub = await child('stub-upstream.ts', {}, { nice: 10 });
 const gw = await child('media-gateway.ts', { UPSTREAM_URL: stub.msg.url, BENCH_TIMING_SCALE: process.env.BENCH_TIMING_SCALE ?? '1' }, { execArgv: [...gatewayArgs, ...profArgs] });

@@ -5,10 +5,12 @@
 // this project depends on (Node 24), as JavaScript compiled into dist/ (build.mjs: built here
 // first when the sources changed). On a recent enough Node the gateway runs in this process;
 // otherwise this file is run again by that package's binary, with signals passed on and its exit
-// status returned. Plain JavaScript, so any Node from 18 runs it.
+// status returned. `serve` first sizes V8's worker pool to the CPUs it may run on (v8-pool.mjs).
+// Plain JavaScript, so any Node from 18 runs it.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { sizeV8Pool } from './v8-pool.mjs';
 
 const [major, minor] = process.versions.node.split('.').map(Number);
 // The Node the gateway is written for (and, should dist/ be unbuildable, one that strips types:
@@ -16,6 +18,7 @@ const [major, minor] = process.versions.node.split('.').map(Number);
 const runs = major > 23 || (major === 23 && minor >= 6) || (major === 22 && minor >= 18);
 
 if (runs) {
+  if (process.argv[2] === 'serve') sizeV8Pool();
   const { shippedEntry } = await import('./build.mjs');
   const entry = await shippedEntry().catch((err) => {
     console.error(`gateway: ${err.message}`);

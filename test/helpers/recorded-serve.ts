@@ -16,6 +16,8 @@ process.on('SIGUSR2', () => console.error('LOADED ' + JSON.stringify({ modules: 
 `;
 
 export interface RecordedServe {
+  /** Its process id (the process taskset started, when pinned). */
+  pid: number;
   /** The URL its "gateway listening" line gave. */
   url: string;
   /** The module URLs it loaded so far, and Node's own modules (process.moduleLoadList). */
@@ -25,12 +27,17 @@ export interface RecordedServe {
   stop(): Promise<void>;
 }
 
-/** `node <entry> serve` from the repository's root with the shipped config.yaml, once listening. */
-export async function recordedServe(entry: string): Promise<RecordedServe> {
+/**
+ * `node <entry> serve` from the repository's root with the shipped config.yaml, once listening;
+ * with `pin`, started by `taskset -c <pin>` (Linux), and with `env` added to the environment.
+ */
+export async function recordedServe(entry: string, opts: { pin?: string; env?: Record<string, string> } = {}): Promise<RecordedServe> {
   const recorder = join(mkdtempSync(join(tmpdir(), 'gw-recorded-')), 'recorder.mjs');
   writeFileSync(recorder, RECORDER);
-  const child = spawn(process.execPath, ['--import', recorder, join(ROOT, entry), 'serve'], {
-    cwd: ROOT, env: { ...process.env, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
+  const node = [process.execPath, '--import', recorder, join(ROOT, entry), 'serve'];
+  const [command, ...args] = opts.pin === undefined ? node : ['taskset', '-c', opts.pin, ...node];
+  const child = spawn(command!, args, {
+    cwd: ROOT, env: { ...process.env, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'info', ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   let err = '';
@@ -60,5 +67,5 @@ export async function recordedServe(entry: string): Promise<RecordedServe> {
     }
     return JSON.parse(line()!) as { modules: string[]; builtins: string[] };
   };
-  return { url, loaded, stderr: () => err, stop };
+  return { pid: child.pid!, url, loaded, stderr: () => err, stop };
 }

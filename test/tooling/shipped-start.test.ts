@@ -5,7 +5,7 @@
 // artifact, answers a request with it, and checks that an edited source is built again.
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ROOT } from '../helpers/gateway.ts';
@@ -44,6 +44,31 @@ describe('the shipped start', function () {
       expect(gw.stderr()).to.not.include('running the TypeScript sources');
     } finally {
       await gw.stop();
+    }
+  });
+
+  // V8's worker pool sized to the CPUs the process may run on (engine/cli/v8-pool.mjs): pinned to
+  // one core, one worker where Node starts four; by replacing the process, not by a second one.
+  it('serve sizes V8\'s worker pool to its CPUs in the same process, unless NODE_OPTIONS sizes it', async function () {
+    if (process.platform !== 'linux' || spawnSync('taskset', ['-c', '0', 'true']).status !== 0) this.skip();
+    const comm = (pid: number, t: string) => { try { return readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim(); } catch { return ''; } }; // a thread gone meanwhile
+    const workers = (pid: number) => readdirSync(`/proc/${pid}/task`).filter((t) => comm(pid, t) === 'V8Worker').length;
+    const pinned = await recordedServe('engine/cli/gateway.mjs', { pin: '0' });
+    try {
+      expect(workers(pinned.pid)).to.equal(1);
+      expect(readFileSync(`/proc/${pinned.pid}/cmdline`, 'utf8').split('\0')).to.include('--v8-pool-size=1');
+      expect((await fetch(`${pinned.url}/healthz`)).status).to.equal(200);
+      // execve's ExperimentalWarning is emitted on the next tick, which the old image never reaches.
+      expect(pinned.stderr()).to.not.include('Warning');
+    } finally {
+      await pinned.stop();
+    }
+    const chosen = await recordedServe('engine/cli/gateway.mjs', { pin: '0', env: { NODE_OPTIONS: '--v8-pool-size=3' } });
+    try {
+      expect(workers(chosen.pid)).to.equal(3);
+      expect(readFileSync(`/proc/${chosen.pid}/cmdline`, 'utf8')).to.not.include('--v8-pool-size');
+    } finally {
+      await chosen.stop();
     }
   });
 
