@@ -51,6 +51,7 @@ describe('the shipped start', function () {
   // one core, one worker where Node starts four; by replacing the process, not by a second one.
   it('serve sizes V8\'s worker pool to its CPUs in the same process, unless NODE_OPTIONS sizes it', async function () {
     if (process.platform !== 'linux' || spawnSync('taskset', ['-c', '0', 'true']).status !== 0) this.skip();
+    this.timeout(120_000); // two starts on one core, each allowed 40 s on a loaded 2-core CI
     const comm = (pid: number, t: string) => { try { return readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim(); } catch { return ''; } }; // a thread gone meanwhile
     const workers = (pid: number) => readdirSync(`/proc/${pid}/task`).filter((t) => comm(pid, t) === 'V8Worker').length;
     const pinned = await recordedServe('engine/cli/gateway.mjs', { pin: '0' });
