@@ -14,13 +14,11 @@ import { accessLine, logRequest } from './access-log.ts';
 import { problemCodeOf, toGatewayError, writeProblem, writeTaskInfoValidationError } from './answer.ts';
 import { refuseWithoutHost } from './client-error.ts';
 import type { DataPlane, Match } from './data-plane.ts';
-import { bodyReader } from './request-body.ts';
 import { controlRouteTable, type RouteTable } from './route-table.ts';
 import { continueTrace, endServerTrace, startServerTrace, type Trace } from './traceparent.ts';
 import { runInSpan, tracing } from '../tracing/tracing.ts';
 import { httpInFlight } from '../metrics/metrics.ts';
-import type { Visit } from './visit.ts';
-import { clientAddress } from './client-address.ts';
+import { Visit } from './visit.ts';
 
 /** What express's handlers find on res.locals: the trace, and the caller once authenticated. */
 interface ExpressLocals {
@@ -82,7 +80,7 @@ export class FrontDoor {
       (res as ServerResponse & { locals?: ExpressLocals }).locals = locals;
       // The route label: the control table's pattern (a path that is not valid percent-encoding has none).
       const route = 'store' in match ? match.store : undefined;
-      res.once('finish', () => this.log(req, res, { trace, t0, path, route, tenantId: locals.auth?.tenantId }));
+      res.once('finish', () => this.log(req, res, { trace, t0, path, route, tenantId: locals.auth?.tenantId, logged: false }));
       const span = trace.span;
       if (span) {
         res.once('close', () => endServerTrace(span, method, res.statusCode, route, undefined, problemCodeOf(res)));
@@ -93,7 +91,7 @@ export class FrontDoor {
     // A push callback's or a result file's token is its credential: the access log shows the path without it.
     const kind = 'entry' in match ? match.entry.route.kind : undefined;
     const shown = kind === 'callback' ? path.replace(/[^/]*$/, '***') : kind === 'result' ? path.replace(/^(\/[^/]*\/[^/]*\/)[^/]*/, '$1***') : path;
-    const visit: Visit = { trace, t0, path: shown, clientAddress: () => clientAddress(req, this.trustProxy), readBody: bodyReader(req, 'entry' in match ? match.entry.body : undefined) };
+    const visit = new Visit(req, trace, t0, shown, 'entry' in match ? match.entry.body : undefined, this.trustProxy);
     // Counted, not kept as a set of promises: a .finally() per request cost two promises.
     this.serving++;
     if (trace.span) void runInSpan(trace.span, () => this.serve(req, res, visit, match));
@@ -149,7 +147,7 @@ export class FrontDoor {
     else writeProblem(res, e, visit.path, visit.trace.traceId);
   }
 
-  private log(req: IncomingMessage, res: ServerResponse, visit: Omit<Visit, 'readBody'>): void {
+  private log(req: IncomingMessage, res: ServerResponse, visit: Pick<Visit, 'trace' | 't0' | 'path' | 'route' | 'tenantId' | 'logged'>): void {
     if (visit.logged) return;
     const latencyMs = performance.now() - visit.t0;
     logRequest(this.accessLog, accessLine(visit.trace.traceId, req.method, visit.route, visit.path, res.statusCode, latencyMs, visit.tenantId), latencyMs, problemCodeOf(res));

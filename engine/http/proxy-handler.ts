@@ -51,6 +51,9 @@ export class ProxyHandler {
   }
 }
 
+// A function of the module, not a closure per request: most requests (sync chats) never cork.
+const uncorkHeld = (r: ProxiedRequest): void => r.uncork();
+
 /** One proxied request, from the client's side; the sink of its upstream exchange's stream. */
 class ProxiedRequest implements StreamSink {
   private readonly gw: ProxyHandler;
@@ -83,10 +86,10 @@ class ProxiedRequest implements StreamSink {
       if (call.route.list) await this.list();
       else {
         this.res.on('close', this.onClientClose); // a response closes once: no once() wrapper
-        const { out, streaming } = await call.prepare(this.req.headers.authorization, this.visit, this.visit.readBody);
+        await call.prepare(this.req.headers.authorization, this.visit);
         if (this.clientGone) this.outcome = 'client_closed';
         else {
-          const end = await call.send(out, streaming, this, () => this.clientGone || this.streamed);
+          const end = await call.send(this);
           // Only an upstream error's answer waits (for its mapping); the others are answered in this turn.
           if (end.kind === 'answer' && (end.status < 200 || end.status >= 300)) await this.answerUpstreamError(end.status, end.headers, end.body);
           else call.usage = this.answer(end);
@@ -145,6 +148,10 @@ class ProxiedRequest implements StreamSink {
     this.res.once('drain', resume);
   }
 
+  committed(): boolean {
+    return this.clientGone || this.streamed;
+  }
+
   endStream(): void {
     const last = this.takePending();
     if (last) this.res.end(last);
@@ -167,17 +174,18 @@ class ProxiedRequest implements StreamSink {
     if (!socket) return false;
     this.corked = true;
     socket.cork();
-    process.nextTick(this.uncork);
+    process.nextTick(uncorkHeld, this);
     return true;
   }
 
-  private readonly uncork = (): void => {
+  /** The tick is over (cork()): the held events go out, then the socket is uncorked. */
+  uncork(): void {
     this.corked = false;
     const held = this.takePending();
     if (this.res.writableEnded || this.res.destroyed) return;
     if (held) this.res.write(held);
     this.res.socket?.uncork();
-  };
+  }
 
   /** Events still held this tick go out before anything written after them. */
   private writeHeld(): void {

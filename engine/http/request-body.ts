@@ -21,16 +21,9 @@ export interface RequestBody {
   tokens?: string[];
 }
 
-/** The reader a handler calls; every call after the first answers the first call's promise. */
-export type BodyReader = () => Promise<RequestBody>;
-
-export function bodyReader(req: IncomingMessage, policy: BodyPolicy | undefined): BodyReader {
-  let read: Promise<RequestBody> | undefined;
-  return () => (read ??= readBody(req, policy));
-}
-
+/** The body under `policy` (read once per request: ./visit.ts keeps the promise). */
 // Not async: a chat reads its body on every request, and each async layer is a promise more.
-function readBody(req: IncomingMessage, policy: BodyPolicy | undefined): Promise<RequestBody> {
+export function readBody(req: IncomingMessage, policy: BodyPolicy | undefined): Promise<RequestBody> {
   if (!policy || !hasBody(req)) {
     req.resume();
     return Promise.resolve({ json: undefined });

@@ -29,6 +29,8 @@ export interface StreamSink {
    * exchange's promise settles (a turn later, a write(2) of its own).
    */
   endStream(): void;
+  /** True once the call cannot go to another pool member: the stream's head is out, or the client left. */
+  committed(): boolean;
 }
 
 /** How an exchange ended. `tap` is there when a stream had begun (its head is out). */
@@ -73,17 +75,19 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     return this.status;
   }
 
-  /** Send the request body upstream; resolves once the exchange is over, however it ended. */
-  async send(body: Buffer, streaming: boolean, traceparent: string): Promise<ExchangeEnd> {
+  /**
+   * Send the request body upstream; resolves once the exchange is over, however it ended. Not
+   * async: the auth headers are known at once but for a signed token's refresh, and an async
+   * layer is a promise and a suspended frame more on every chat.
+   */
+  send(body: Buffer, streaming: boolean, traceparent: string): Promise<ExchangeEnd> {
+    const auth = this.target.auth.headers();
+    if (auth instanceof Promise) return auth.then((h) => this.dispatch(body, streaming, traceparent, h));
+    return this.dispatch(body, streaming, traceparent, auth);
+  }
+
+  private dispatch(body: Buffer, streaming: boolean, traceparent: string, auth: Record<string, string>): Promise<ExchangeEnd> {
     const up = this.target;
-    const authHeaders = up.auth.headers();
-    const headers: Record<string, string> = {
-      ...up.headers,
-      ...(authHeaders instanceof Promise ? await authHeaders : authHeaders),
-      'content-type': 'application/json',
-      accept: streaming ? 'text/event-stream' : 'application/json',
-      traceparent,
-    };
     if (tracing) {
       this.span = startSpan('upstream proxy', SpanKind.CLIENT, {
         [ATTR_HTTP_REQUEST_METHOD]: this.route.method,
@@ -93,8 +97,11 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
         'gateway.upstream.stage': 'proxy',
         'gateway.stream': streaming,
       }, traceparent);
-      headers.traceparent = traceparentOf(this.span);
+      traceparent = traceparentOf(this.span);
     }
+    // undici takes a flat [name, value, ...] list as it is (an object costs its keys' list and a
+    // copy); the target's fixed headers and its auth are flattened once, not per request.
+    const headers = fixedHeaders(up, auth).concat('accept', streaming ? 'text/event-stream' : 'application/json', 'traceparent', traceparent);
     const end = new Promise<ExchangeEnd>((resolve) => (this.ended = resolve));
     this.tDispatch = performance.now();
     up.dispatcher.dispatch(
@@ -170,6 +177,21 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     if (this.gone) return this.end({ kind: 'aborted', tap: this.tap });
     this.end({ kind: 'failed', failure: classifyNetworkError(err, 'submit'), tap: this.tap });
   }
+}
+
+/** Each target's fixed headers with its auth's, flattened; kept while the auth answers the same object (a static key does). */
+const fixed = new WeakMap<ProxyTarget, { auth: Record<string, string>; pairs: string[] }>();
+
+/** The target's headers, its auth's and the body's type, as undici's flat list (a later name overrides, as a spread would). */
+function fixedHeaders(up: ProxyTarget, auth: Record<string, string>): string[] {
+  const known = fixed.get(up);
+  if (known?.auth === auth) return known.pairs;
+  const merged: Record<string, string> = { ...up.headers, ...auth, 'content-type': 'application/json' };
+  delete merged.accept;
+  delete merged.traceparent;
+  const pairs = Object.entries(merged).flat();
+  fixed.set(up, { auth, pairs });
+  return pairs;
 }
 
 /** The exchange's CLIENT span, as the exchange ended (a 4xx or 5xx answer fails it, as a client span). */

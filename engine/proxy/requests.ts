@@ -24,7 +24,7 @@ import { statusClass, upstreamDuration, upstreamErrors, upstreamRequests, upstre
 import type { Admission, Seen } from '../tenants/admission.ts';
 import type { AuthContext } from '../tenants/auth-context.ts';
 import { traced, tracing } from '../tracing/tracing.ts';
-import { failureReason, statusReason } from '../upstream/pool.ts';
+import { failureReason, statusReason, type FailoverAttempt, type FailureReason, type MemberTry, type PoolMember } from '../upstream/pool.ts';
 import type { Milli } from '../util/money.ts';
 import { rewriteBody } from './body.ts';
 import { UpstreamExchange, type ExchangeEnd, type StreamSink } from './exchange.ts';
@@ -100,12 +100,15 @@ export interface CallTrace {
   readonly traceparent: string;
 }
 
-/** The request as the client sent it, read by the HTTP edge under the route's body policy. */
-export type ReadBody = () => Promise<{ raw?: Buffer; json?: unknown }>;
+/** The client's request as the HTTP edge has it: who sent it (admission), and its body, read under the route's body policy. */
+export interface ClientRequest extends Seen {
+  readBody(): Promise<{ raw?: Buffer; json?: unknown }>;
+}
 
 /** One proxied completion, from admission to its charge; the HTTP side asks it at each step. */
-export class ProxyCall {
+export class ProxyCall implements FailoverAttempt<ExchangeEnd> {
   readonly route: ProxyRoutePlan;
+  readonly stage = 'proxy';
   /** The model the body names (the access line shows it). */
   model: string | undefined;
   /** Inline media left out of the forwarded body (X-Gateway-Dropped-Media). */
@@ -123,6 +126,11 @@ export class ProxyCall {
   private completionId: string | undefined;
   /** The ref of the hold written before the upstream call (priced routes), until it is closed. */
   private holdRef: string | undefined;
+  /** What prepare() made of the request: the body to send, and whether the answer streams. */
+  private out: Buffer | undefined;
+  streaming = false;
+  /** Where the answer goes (send()). */
+  private sink: StreamSink | undefined;
 
   constructor(service: ProxyService, route: ProxyRoutePlan, trace: CallTrace) {
     this.service = service;
@@ -132,12 +140,12 @@ export class ProxyCall {
 
   /**
    * Everything before the upstream (see the header), from the caller (a create scope for the
-   * route's vendor) on: the body to send, and whether the answer streams.
+   * route's vendor) on: the body to send (kept for send()), and whether the answer streams.
    */
-  async prepare(authorization: string | undefined, seen: Seen, read: ReadBody): Promise<{ out: Buffer; streaming: boolean }> {
+  async prepare(authorization: string | undefined, client: ClientRequest): Promise<void> {
     const route = this.route;
-    this.auth = await this.service.admission.caller(authorization, route.vendor, 'create', seen);
-    const { raw = Buffer.alloc(0), json } = await read();
+    this.auth = await this.service.admission.caller(authorization, route.vendor, 'create', client);
+    const { raw = Buffer.alloc(0), json } = await client.readBody();
     const body = (await (tracing ? traced('validation', () => route.validate!(json)) : route.validate!(json))) as Record<string, unknown>;
     this.body = body;
     const model = route.model?.(body);
@@ -153,36 +161,48 @@ export class ProxyCall {
     // The model scope of rate limits: `<vendor>/<model>` (async routes use `<vendor>/<route id>`).
     // A priced request's funds check is its hold (see the header).
     await this.service.admission.limits(this.auth!, { model: this.model === undefined ? undefined : `${route.vendor}/${this.model}`, hold: route.pricer ? () => this.hold(body) : undefined });
-    const streaming = route.stream !== undefined && route.stream.flag(body) === true;
+    const streaming = (this.streaming = route.stream !== undefined && route.stream.flag(body) === true);
     const needUsage = streaming && route.stream!.usageOption !== undefined && route.stream!.usageOptionValue!(body) !== true;
     const needDrop = route.dropMedia !== undefined && raw.length > route.dropMedia.minBodyBytes;
-    if (!needUsage && !needDrop) return { out: raw, streaming };
+    if (!needUsage && !needDrop) {
+      this.out = raw;
+      return;
+    }
     const rw = rewriteBody(raw, body, { setTrue: needUsage ? route.stream!.usageOption : undefined, drop: needDrop ? route.dropMedia : undefined });
     this.dropped = rw.dropped;
-    return { out: rw.body, streaming };
+    this.out = rw.body;
   }
 
   /**
-   * The exchange on the vendor's pool. A member that fails before anything reached the client
-   * (no connection, no answer head in time, a 5xx or 429 answer: buffered, never relayed) hands
-   * the request to the next member; once a stream's head is out (`final`), or the client left,
-   * there is no going back, and a stream that breaks off is the client's to see.
+   * The exchange on the vendor's pool, of the body prepare() made. A member that fails before
+   * anything reached the client (no connection, no answer head in time, a 5xx or 429 answer:
+   * buffered, never relayed) hands the request to the next member; once a stream's head is out,
+   * or the client left (the sink is `committed()`), there is no going back, and a stream that
+   * breaks off is the client's to see. This call is the pool's FailoverAttempt (its methods below).
    */
-  send(out: Buffer, streaming: boolean, sink: StreamSink, final: () => boolean): Promise<ExchangeEnd> {
+  send(sink: StreamSink): Promise<ExchangeEnd> {
+    this.sink = sink;
+    return this.route.upstream.pool.call(this);
+  }
+
+  /** One try at pool member `m` (UpstreamPool.call). */
+  async attempt(m: PoolMember): Promise<MemberTry<ExchangeEnd>> {
     const up = this.route.upstream;
-    return up.pool.call(async (m) => {
-      const ex = new UpstreamExchange(this.route, sink, up.targets.get(m.id));
-      this.exchange = ex;
-      const end = await ex.send(out, streaming, this.trace.traceparent);
-      const reason = end.kind === 'answer' ? statusReason(end.status) : end.kind === 'failed' && !end.tap && ex.upstreamStatus === 0 ? failureReason(end.failure) : undefined;
-      const recorded = up.pool.record(m, 'proxy', reason ?? (end.kind === 'answer' || end.kind === 'stream' ? 'usable' : 'neutral'));
-      if (recorded) await recorded;
-      return { outcome: end, reason };
-    }, {
-      stage: 'proxy',
-      final,
-      onFailover: (m, reason) => this.service.logger.warn({ trace_id: this.trace.traceId, route: this.route.key, member: m.id, reason }, 'proxied call failed over to the next pool member'),
-    });
+    const ex = new UpstreamExchange(this.route, this.sink!, up.targets.get(m.id));
+    this.exchange = ex;
+    const end = await ex.send(this.out!, this.streaming, this.trace.traceparent);
+    const reason = end.kind === 'answer' ? statusReason(end.status) : end.kind === 'failed' && !end.tap && ex.upstreamStatus === 0 ? failureReason(end.failure) : undefined;
+    const recorded = up.pool.record(m, 'proxy', reason ?? (end.kind === 'answer' || end.kind === 'stream' ? 'usable' : 'neutral'));
+    if (recorded) await recorded;
+    return { outcome: end, reason };
+  }
+
+  final(): boolean {
+    return this.sink!.committed();
+  }
+
+  failedOver(m: PoolMember, reason: FailureReason): void {
+    this.service.logger.warn({ trace_id: this.trace.traceId, route: this.route.key, member: m.id, reason }, 'proxied call failed over to the next pool member');
   }
 
   /** A 2xx JSON answer's usage (estimated from its size when it reports none); 3003 when it is not JSON. */

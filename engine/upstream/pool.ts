@@ -61,6 +61,24 @@ export interface FailoverOptions {
   onFailover?: (from: PoolMember, reason: FailureReason) => void;
 }
 
+/**
+ * A call's tries at members, made by the caller (the proxy's exchange, which streams, so it
+ * records each try itself): UpstreamPool.call.
+ */
+export interface FailoverAttempt<T> {
+  /** The metrics' stage label. */
+  readonly stage: string;
+  /** The try at `m`: it records the outcome (`record`) and says why it counts against the member. */
+  attempt(m: PoolMember): Promise<MemberTry<T>>;
+  /** True stops the failover (a stream's head already went to the client, or the client left). */
+  final(): boolean;
+  /** A try at `from` failed and the call goes on to the next member. */
+  failedOver(from: PoolMember, reason: FailureReason): void;
+}
+
+/** No member tried yet (the first pick of every call). */
+const NONE_TRIED: ReadonlySet<string> = new Set();
+
 const STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
 
 /** Before the gateway attaches its store (offline tools compile vendors without one): always closed. */
@@ -118,12 +136,12 @@ export class UpstreamPool {
    * The member for the next call, none of `exclude`; undefined when every member was excluded.
    * `healthyOnly` (a failover): no member whose breaker is open, rather than the one back soonest.
    */
-  pick(exclude: ReadonlySet<string> = new Set(), opts: { healthyOnly?: boolean } = {}): Promise<PoolMember | undefined> {
+  pick(exclude: ReadonlySet<string> = NONE_TRIED, opts?: { healthyOnly?: boolean }): Promise<PoolMember | undefined> {
     // A pool of one (most vendors) has nothing to choose: no breaker read, no async layer, no list.
-    if (this.members.length === 1 && !opts.healthyOnly) return Promise.resolve(exclude.has(this.first.id) ? undefined : this.first);
+    if (this.members.length === 1 && !opts?.healthyOnly) return Promise.resolve(exclude.has(this.first.id) ? undefined : this.first);
     const candidates = this.members.filter((m) => !exclude.has(m.id));
-    if (candidates.length === 0 || (candidates.length === 1 && !opts.healthyOnly)) return Promise.resolve(candidates[0]);
-    return this.pickAmong(candidates, opts);
+    if (candidates.length === 0 || (candidates.length === 1 && !opts?.healthyOnly)) return Promise.resolve(candidates[0]);
+    return this.pickAmong(candidates, opts ?? {});
   }
 
   private async pickAmong(candidates: PoolMember[], opts: { healthyOnly?: boolean }): Promise<PoolMember | undefined> {
@@ -157,30 +175,30 @@ export class UpstreamPool {
    * healthy member, while `until` (epoch ms) is not reached.
    *  - An UpstreamCall (task submissions): returns the last answer and the member that gave it;
    *    throws the last failure when no member answered.
-   *  - An attempt (the proxy's exchange, which streams): `attempt(m)` makes the try at `m`, records
-   *    its outcome (`record`) and says why it counts against the member; `final()` true stops the
-   *    failover (a stream's head already went to the client, or the client left). Returns the
-   *    last try's outcome.
+   *  - A FailoverAttempt (the proxy's exchange, which streams): it makes each try, records its
+   *    outcome and says why it counts against the member; its `final()` true stops the failover.
+   *    Returns the last try's outcome. An object of methods, not closures: a chat makes one call,
+   *    and the closures and options of each were four allocations more per request.
    */
   call(c: UpstreamCall, opts?: FailoverOptions): Promise<{ res: UpstreamResponse; member: PoolMember }>;
-  call<T>(attempt: (m: PoolMember) => Promise<MemberTry<T>>, opts: FailoverOptions & { stage: string; final?: () => boolean }): Promise<T>;
-  async call<T>(c: UpstreamCall | ((m: PoolMember) => Promise<MemberTry<T>>), opts: FailoverOptions & { stage?: string; final?: () => boolean } = {}): Promise<unknown> {
-    const attempt = typeof c === 'function' ? c : (m: PoolMember) => this.tryCall(m, c);
-    const stage = typeof c === 'function' ? opts.stage! : c.stage;
-    const tried = new Set<string>();
-    let member = await this.pick(tried);
+  call<T>(attempt: FailoverAttempt<T>): Promise<T>;
+  async call<T>(c: UpstreamCall | FailoverAttempt<T>, opts?: FailoverOptions): Promise<unknown> {
+    const proxied = 'attempt' in c;
+    // The tried members, kept once a try failed (most calls make one: no set for them).
+    let tried: Set<string> | undefined;
+    let member = await this.pick(NONE_TRIED);
     for (;;) {
       const m = member!;
-      tried.add(m.id);
-      const { outcome, reason } = await attempt(m);
-      if (!reason || opts.final?.() || !(member = await this.next(tried, opts.until))) {
-        if (typeof c === 'function') return outcome;
+      const { outcome, reason } = await (proxied ? c.attempt(m) : this.tryCall(m, c));
+      if (!reason || (proxied && c.final()) || !(member = await this.next((tried ??= new Set()).add(m.id), opts?.until))) {
+        if (proxied) return outcome;
         const o = outcome as { res: UpstreamResponse; member: PoolMember } | { err: unknown };
         if ('err' in o) throw o.err;
         return o;
       }
-      opts.onFailover?.(m, reason);
-      memberFailovers.inc({ vendor: this.vendor, stage });
+      if (proxied) c.failedOver(m, reason);
+      else opts?.onFailover?.(m, reason);
+      memberFailovers.inc({ vendor: this.vendor, stage: c.stage });
     }
   }
 
