@@ -34,6 +34,17 @@ import type { SseTap } from './sse-tap.ts';
 import { holdFor } from './hold.ts';
 import { chargeRef, completionIdOf, estimatedUsage, reportedUsage, usageCharge } from './usage.ts';
 
+/** The most priced models per route whose strings are kept (ProxyService.stringsOf). */
+const MODEL_STRINGS = 1000;
+
+/** A priced model's strings on one route. */
+export interface ModelStrings {
+  /** The rate limits' model scope: `<vendor>/<model>`. */
+  readonly scope: string;
+  /** The note of the hold written before the upstream call. */
+  readonly holdNote: string;
+}
+
 export interface ProxyServiceDeps {
   admission: Admission;
   billing: ProxyBilling;
@@ -47,11 +58,13 @@ export class ProxyService {
   readonly logger: Logger;
   private readonly lists = new Map<string, ListCache>();
   /**
-   * Each priced model's hold note, built once: a note per chat was a new string, kept with its
-   * ledger line (and flattened again when the line is archived). Only models with a price are
-   * held, so this is bounded by the price tables.
+   * Each priced model's strings, per route, built once: the rate limits' model scope
+   * (`<vendor>/<model>`: a new string per chat was flattened and hashed again by each lookup)
+   * and the hold's note (kept with its ledger line, and flattened again when the line is
+   * archived). A prefix or default price prices any model name a client sends, so at most
+   * MODEL_STRINGS per route are kept; past them a request builds its own, as before.
    */
-  private readonly holdNotes = new Map<string, string>();
+  private readonly modelStrings = new WeakMap<ProxyRoutePlan, Map<string, ModelStrings>>();
 
   constructor(vendors: readonly VendorPlan[], deps: ProxyServiceDeps) {
     this.admission = deps.admission;
@@ -75,11 +88,15 @@ export class ProxyService {
     this.routes = Object.freeze(routes);
   }
 
-  /** The note of a hold for `model` (one string per model). */
-  holdNote(model: string): string {
-    let note = this.holdNotes.get(model);
-    if (note === undefined) this.holdNotes.set(model, (note = `${model}: held before the upstream call`));
-    return note;
+  /** The model scope and hold note of a priced `model` on `route` (kept for the first MODEL_STRINGS models of a route). */
+  stringsOf(route: ProxyRoutePlan, model: string): ModelStrings {
+    let known = this.modelStrings.get(route);
+    if (!known) this.modelStrings.set(route, (known = new Map()));
+    let strings = known.get(model);
+    if (strings) return strings;
+    strings = { scope: `${route.vendor}/${model}`, holdNote: `${model}: held before the upstream call` };
+    if (known.size < MODEL_STRINGS) known.set(model, strings);
+    return strings;
   }
 
   /** Every (method, client path) served, aliases included. */
@@ -123,6 +140,8 @@ export class ProxyCall implements FailoverAttempt<ExchangeEnd> {
   private auth: AuthContext | undefined;
   private body: Record<string, unknown> | undefined;
   private price: ModelPrice | undefined;
+  /** A priced model's scope and hold note (ProxyService.stringsOf). */
+  private strings: ModelStrings | undefined;
   private completionId: string | undefined;
   /** The ref of the hold written before the upstream call (priced routes), until it is closed. */
   private holdRef: string | undefined;
@@ -157,10 +176,12 @@ export class ProxyCall implements FailoverAttempt<ExchangeEnd> {
           errors: [{ pointer: '/model', detail: 'is not an offered model', code: 2003 }],
         });
       }
+      this.strings = this.service.stringsOf(route, this.model!);
     }
     // The model scope of rate limits: `<vendor>/<model>` (async routes use `<vendor>/<route id>`).
     // A priced request's funds check is its hold (see the header).
-    await this.service.admission.limits(this.auth!, { model: this.model === undefined ? undefined : `${route.vendor}/${this.model}`, hold: route.pricer ? () => this.hold(body) : undefined });
+    const scope = this.strings?.scope ?? (this.model === undefined ? undefined : `${route.vendor}/${this.model}`);
+    await this.service.admission.limits(this.auth!, { model: scope, hold: route.pricer ? () => this.hold(body) : undefined });
     const streaming = (this.streaming = route.stream !== undefined && route.stream.flag(body) === true);
     const needUsage = streaming && route.stream!.usageOption !== undefined && route.stream!.usageOptionValue!(body) !== true;
     const needDrop = route.dropMedia !== undefined && raw.length > route.dropMedia.minBodyBytes;
@@ -235,7 +256,7 @@ export class ProxyCall implements FailoverAttempt<ExchangeEnd> {
    */
   private hold(body: Record<string, unknown>): Promise<void> {
     const ref = chargeRef(this.route, this.trace.traceparent);
-    return this.service.billing.reserve(this.auth!.tenantId, ref, holdFor(this.route, this.price!, body), this.service.holdNote(this.model!)).then(() => {
+    return this.service.billing.reserve(this.auth!.tenantId, ref, holdFor(this.route, this.price!, body), this.strings!.holdNote).then(() => {
       this.holdRef = ref;
     });
   }
