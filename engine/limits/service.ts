@@ -6,7 +6,8 @@
 //                              store step) ... closeTask(tenantId, taskId, settled) on the terminal state
 //                daily spend   pass the service as BillingService's `spend` (SpendGuard): holds reserve
 //                              spend (1005 when over), settle/release lower it to what was settled;
-//                              for post-paid chat call checkSpend(tenantId) before the upstream call.
+//                              a priced chat: checkPriced (its rate counts, day's spend and hold as
+//                              one store step: a request the first two refuse takes no hold).
 // Spend counts on the UTC day the hold was taken (a task held at 23:59 and settled at 00:01 counts
 // on the first day).
 import { GatewayError } from '../errors/gateway-error.ts';

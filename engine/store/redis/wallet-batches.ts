@@ -11,7 +11,8 @@
 // command, a promise, a socket write, a reply) is one run's. The rate adapter, the limits adapter
 // and the wallet adapter of one client and prefix share one WalletBatches (WalletBatches.of), so
 // a request's three admission steps, asked in the same turn, go in one run, with the closes of
-// the chats that finished meanwhile.
+// the chats that finished meanwhile. Asked in a gate (gate(): LimitsStore.gate), they are judged
+// together: the script withholds the hold of a request its counts or its day's spend refuse.
 import type { RateCount } from '../../limits/store.ts';
 import { KeyedBatches } from './batch.ts';
 import { Keys, type RedisClient } from './keys.ts';
