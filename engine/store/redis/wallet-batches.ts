@@ -179,37 +179,43 @@ export class WalletBatches {
 /**
  * A request's counts into the rate section (five arguments a field: name, three windows, gate).
  * Its counts, consecutive per scope in window order, share their scope's field (its name made once
- * per field, not per count); in a gate (`g`) a field's gate is g and its windows' limits (`lim`,
- * written as the next field starts and after the last).
+ * per field, not per count); in a gate (`g`) a field's gate is g and its windows' limits, gathered
+ * as the field's counts are read and written as the next field starts and after the last.
  */
 function pushRates(rates: string[], counts: readonly RateCount[], delta: 1 | -1, g: string): void {
   let head = '';
   let id = '';
   let at = -1;
   let last = 3;
+  // The current field's window limits, slot by slot ('' for a window not counted).
+  let l0 = '';
+  let l1 = '';
+  let l2 = '';
   for (const r of counts) {
     const w = windowOf(r.name);
     if (w.head !== head || r.id !== id || w.slot <= last) {
-      if (g && at >= 0) rates[at + 4] = gateText(g);
+      if (g && at >= 0) rates[at + 4] = gateText(g, l0, l1, l2);
+      l0 = l1 = l2 = '';
       head = w.head;
       id = r.id;
       at = rates.length;
       rates.push(head + id, '', '', '', '');
     }
     rates[at + 1 + w.slot] = windowText(w.slot, delta * r.n);
-    if (g) lim[w.slot] = r.limit === undefined ? '' : String(r.limit);
+    if (g) {
+      const l = r.limit === undefined ? '' : String(r.limit);
+      if (w.slot === 0) l0 = l;
+      else if (w.slot === 1) l1 = l;
+      else l2 = l;
+    }
     last = w.slot;
   }
-  if (g && at >= 0) rates[at + 4] = gateText(g);
+  if (g && at >= 0) rates[at + 4] = gateText(g, l0, l1, l2);
 }
 
-// A gated rate field's window limits, slot by slot, gathered as its counts are read (a field's
-// counts are consecutive), then written with its gate number by gateText, which clears them.
-const lim = ['', '', ''];
-function gateText(g: string): string {
-  const text = `${g}|${lim[0]}|${lim[1]}|${lim[2]}`;
-  lim[0] = lim[1] = lim[2] = '';
-  return text;
+/** A gated rate field's gate argument: its gate number and its three windows' limits (ADMIT_RUN). */
+function gateText(g: string, l0: string, l1: string, l2: string): string {
+  return `${g}|${l0}|${l1}|${l2}`;
 }
 
 /** A rate counter's wallet field name up to its id (`w:<name>:`) and slot (WINDOWS_LIB): rl_key_per_minute → w:rl_key: and 1; another name has a field of its own (slot 0). */
