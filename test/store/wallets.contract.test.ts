@@ -554,12 +554,18 @@ forEachBackend('WalletStore contract', (env) => {
   }
 
   describe('closed-hold retention (store.hold_retention_hours)', () => {
-    it('forgets a closed hold closedHoldTtlMs after it closed, on either connection; open holds and the ledger stay', async () => {
+    /** A store pair (memory, or two Redis connections) forgetting closed holds after `ttlMs`, on one manual clock. */
+    const retaining = (ttlMs: number) => {
       const clock = new ManualClock();
-      const { a: s, b: s2 } = env.pair<WalletStore>(
-        () => new MemoryWalletStore({ closedHoldTtlMs: 60_000, clock }),
-        (client, p) => new RedisWalletStore({ client, prefix: p, closedHoldTtlMs: 60_000, clock }),
+      const pair = env.pair<WalletStore>(
+        () => new MemoryWalletStore({ closedHoldTtlMs: ttlMs, clock }),
+        (client, px) => new RedisWalletStore({ client, prefix: px, closedHoldTtlMs: ttlMs, clock }),
       );
+      return { clock, ...pair };
+    };
+
+    it('forgets a closed hold closedHoldTtlMs after it closed, on either connection; open holds and the ledger stay', async () => {
+      const { clock, a: s, b: s2 } = retaining(60_000);
       await s.credit(T, 'topup', 'p', 10_000, '', AT);
       await s.hold(T, 'done', 1_000, '', AT);
       await s.hold(T, 'running', 1_000, '', AT);
@@ -578,11 +584,7 @@ forEachBackend('WalletStore contract', (env) => {
     });
 
     it('keeps the closed holds of the last window only, however many close (a charge per chat request)', async () => {
-      const clock = new ManualClock();
-      const { a: s, prefix: p } = env.pair<WalletStore>(
-        () => new MemoryWalletStore({ closedHoldTtlMs: 1_000, clock }),
-        (client, px) => new RedisWalletStore({ client, prefix: px, closedHoldTtlMs: 1_000, clock }),
-      );
+      const { clock, a: s, prefix: p } = retaining(1_000);
       await s.credit(T, 'topup', 'p', 1_000_000, '', AT);
       for (let i = 0; i < 300; i++) {
         await s.charge(T, `c${i}`, 1, '', AT);
@@ -602,11 +604,7 @@ forEachBackend('WalletStore contract', (env) => {
     it('keeps the closed holds of the last window only under steady hold-and-settle traffic (a chat\'s, shelved on Redis)', async () => {
       // Closes never pause here, so on Redis the shelf moves a batch every second while older
       // holds fall due: a batch put ahead of those older ones would hold them back for good.
-      const clock = new ManualClock();
-      const { a: s, prefix: p } = env.pair<WalletStore>(
-        () => new MemoryWalletStore({ closedHoldTtlMs: 2_000, clock }),
-        (client, px) => new RedisWalletStore({ client, prefix: px, closedHoldTtlMs: 2_000, clock }),
-      );
+      const { clock, a: s, prefix: p } = retaining(2_000);
       await s.credit(T, 'topup', 'p', 1_000_000, '', AT);
       for (let i = 0; i < 300; i++) {
         await s.hold(T, `c${i}`, 2, '', AT, { upTo: true, newRef: true });
